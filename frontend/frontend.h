@@ -1,0 +1,27 @@
+/* frontend.h - reading programs: the .fxir lexer and parser, the .onnx
+ * importer.
+ *
+ * Every reader reports problems through diag (ir.h) with file:line:col and
+ * returns NULL when the input had errors; it never aborts on bad input.
+ */
+#ifndef ONNXC_FRONTEND_H
+#define ONNXC_FRONTEND_H
+
+#include "ir.h"
+
+/* parse.c: parse .fxir text of length len (need not be NUL-terminated).
+ * `file` names the buffer in messages; the text must stay alive while
+ * diagnostics may still print its lines.  Returns NULL after errors. */
+Module *parse_fxir(const char *file, const char *text, size_t len);
+
+/* Reads a whole file (mmap or read); NULL after a diagnostic. */
+char *read_file(const char *path, size_t *len);
+
+/* onnx_import.c: read a binary ONNX model (external data included, relative
+ * to the model's directory).  Returns NULL after errors. */
+Module *onnx_import(const char *path);
+
+/* True if the file starts like a binary ONNX model rather than .fxir text. */
+int looks_like_onnx(const char *path, const char *data, size_t len);
+
+#endif

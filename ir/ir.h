@@ -1,0 +1,353 @@
+/* ir.h - the onnxc intermediate representation.
+ *
+ * One header for the IR layer.  A Module owns one arena; everything reachable
+ * from it (graphs, nodes, types, argument lists, strings) lives there and is
+ * freed at once.  Names are interned process-wide (Sym), so modules parsed
+ * from different files (a model and a decomposition library) share them.
+ * Values are small integer handles (ValueId) into the module's value table;
+ * subgraphs and functions draw from the same table, so a subgraph may use a
+ * value of an enclosing graph by its handle.
+ */
+#ifndef ONNXC_IR_H
+#define ONNXC_IR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ONNXC_VERSION "0.1.0"
+
+/* Internal bugs abort with file:line (exit codes 1 and 2 are for users). */
+#define ONNXC_BUG(...) onnxc_bug(__FILE__, __LINE__, __VA_ARGS__)
+#define ONNXC_ASSERT(c) ((c) ? (void)0 : ONNXC_BUG("assertion failed: %s", #c))
+_Noreturn void onnxc_bug(const char *file, int line, const char *fmt, ...);
+
+/* ---- arena.c: bump allocation, zeroed ------------------------------------ */
+typedef struct ArenaChunk ArenaChunk;
+typedef struct Arena {
+	ArenaChunk *head;
+	size_t total;               /* bytes obtained from malloc */
+} Arena;
+
+void *arena_alloc(Arena *a, size_t n);      /* zeroed, 8-byte aligned */
+char *arena_strndup(Arena *a, const char *s, size_t n); /* NUL-terminated */
+void *arena_dup(Arena *a, const void *p, size_t n);
+void arena_free(Arena *a);
+/* Grow an arena array of elements of size sz from *cap to at least need. */
+void *arena_grow(Arena *a, void *p, uint32_t *cap, uint32_t need, size_t sz);
+#define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
+#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
+/* Push onto an arena vector {T *v; uint32_t n, cap;}. */
+#define VEC_PUSH(a, vec, x) do { \
+	if ((vec).n == (vec).cap) \
+		(vec).v = arena_grow((a), (vec).v, &(vec).cap, (vec).n + 1, sizeof *(vec).v); \
+	(vec).v[(vec).n++] = (x); } while (0)
+#define VEC(T) struct { T *v; uint32_t n, cap; }
+
+/* ---- intern.c: process-wide interned names ------------------------------- */
+typedef uint32_t Sym;           /* 0 is "no name" */
+Sym sym_intern(const char *s, size_t n);
+Sym sym_cstr(const char *s);
+const char *sym_str(Sym s);     /* "" for 0 */
+size_t sym_len(Sym s);
+void sym_reset(void);           /* frees the table (tests, fuzzing) */
+
+/* ---- diag.c: diagnostics ------------------------------------------------- */
+typedef struct Loc {
+	Sym file;
+	uint32_t line, col;         /* 1-based; line 0 means "no location" */
+} Loc;
+
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagKind;
+
+/* Source buffers are registered so messages can show the line and a caret. */
+void diag_add_source(Sym file, const char *text, size_t len);
+void diag_error(Loc loc, const char *fmt, ...);
+void diag_warning(Loc loc, const char *fmt, ...);
+void diag_note(Loc loc, const char *fmt, ...);
+void diag_emitv(DiagKind k, Loc loc, const char *fmt, va_list ap);
+int diag_error_count(void);
+int diag_too_many(void);        /* the error cap was reached */
+/* Collecting mode (for -verify-diagnostics): messages are kept, not printed. */
+void diag_set_collect(int on);
+typedef struct Diag { DiagKind kind; Loc loc; char *msg; } Diag;
+const Diag *diag_collected(size_t *n);
+void diag_clear(void);
+void diag_set_max_errors(int n);
+void diag_set_stream(FILE *f);
+
+/* ---- element types (dtypes.def) ------------------------------------------ */
+typedef enum {
+	DT_UNDEF = 0,
+#define DTYPE(e, name, onnx, bits, torch, st) e,
+#include "dtypes.def"
+	DT_COUNT
+} DType;
+
+const char *dtype_name(DType t);        /* fxir spelling */
+int dtype_onnx(DType t);                /* TensorProto.DataType */
+DType dtype_from_onnx(int onnx);        /* DT_UNDEF if unknown */
+DType dtype_from_name(const char *s, size_t n);
+int dtype_bits(DType t);                /* 0 for str */
+const char *dtype_torch(DType t);
+const char *dtype_safetensors(DType t);
+DType dtype_from_safetensors(const char *s);
+
+/* ---- types --------------------------------------------------------------- */
+/* A dim is a known size (sym == 0, v >= 0), a symbolic size (sym != 0, the
+ * user's name or expression), or unknown (sym == 0, v < 0: printed `?`). */
+typedef struct Dim { int64_t v; Sym sym; } Dim;
+
+typedef enum { TY_TENSOR, TY_SEQ, TY_OPT } TypeKind;
+
+typedef struct Type {
+	uint8_t kind;               /* TypeKind */
+	uint8_t dtype;              /* DType, TY_TENSOR only */
+	int32_t rank;               /* -1: shape unknown (`f32` alone) */
+	Dim *dims;
+	struct Type *elem;          /* TY_SEQ, TY_OPT */
+} Type;
+
+int type_equal(const Type *a, const Type *b);
+int64_t type_numel(const Type *t);      /* -1 unless every dim is known */
+
+/* ---- tensors (inline constants and tensor attributes) -------------------- */
+typedef struct Str { const char *s; uint32_t n; } Str;
+
+typedef struct Tensor {
+	Type *type;                 /* TY_TENSOR with known dims */
+	const uint8_t *data;        /* little-endian, packed; NULL for DT_STR */
+	size_t nbytes;
+	Str *strs;                  /* DT_STR: numel strings */
+	Sym name;                   /* ONNX TensorProto.name, may be 0 */
+} Tensor;
+
+/* ---- operators (ops.def) ------------------------------------------------- */
+enum { /* well-known domains; others are interned names */
+	DOM_ONNX = 1, DOM_ATEN, DOM_OTHER
+};
+
+enum { /* op properties */
+	OPF_ELEMWISE = 1 << 0,      /* broadcasting elementwise */
+	OPF_SAMETYPE = 1 << 1,      /* inputs and outputs share one dtype */
+	OPF_COMMUTATIVE = 1 << 2,
+	OPF_INPLACE = 1 << 3,       /* ATen: mutates its first argument */
+	OPF_VIEW = 1 << 4,          /* ATen: result aliases its first argument */
+	OPF_SIDE_EFFECT = 1 << 5,   /* never dead */
+};
+
+typedef enum {
+	OP_GENERIC = 0,             /* not in the registry */
+#define OP(e, dom, name, mi, ma, mo, mx, fl) OP_##e,
+#include "ops.def"
+	OP_COUNT
+} OpId;
+
+typedef struct OpInfo {
+	const char *name;           /* without domain, e.g. "add.Tensor" */
+	uint8_t dom;                /* DOM_ONNX or DOM_ATEN */
+	int16_t min_in, max_in, min_out, max_out;
+	uint32_t flags;
+} OpInfo;
+
+extern const OpInfo op_info[OP_COUNT];
+/* Domains are spelled as in the text: "onnx" (ONNX's "" / "ai.onnx"),
+ * "aten", "com.microsoft", ... */
+Sym dom_onnx(void);
+Sym dom_aten(void);
+OpId op_lookup(Sym domain, Sym name);
+
+/* ---- arguments and attributes -------------------------------------------- */
+typedef uint32_t ValueId;       /* index into Module.vals; 0 is "no value" */
+#define VNONE ((ValueId)0)
+
+typedef enum {
+	A_NONE,                     /* none (also: omitted optional input) */
+	A_INT, A_FLOAT, A_BOOL,
+	A_STR,                      /* "text": s.s, s.n */
+	A_IDENT,                    /* bare word such as contiguous_format */
+	A_DTYPE,                    /* f32 as a value: i */
+	A_VALUE,                    /* %x */
+	A_LIST,                     /* [a, b, ...]: list, n; elem = kind hint */
+	A_TENSOR,                   /* tensor(f32[2], [1.0, 2.0]) */
+	A_GRAPH,                    /* graph(...) { ... } */
+	A_ATTRREF,                  /* @name: a function's attribute parameter */
+	A_PARAM,                    /* $name: a decomposition's literal parameter */
+	A_TYPE,                     /* a type as a value (ONNX TypeProto attrs) */
+} ArgKind;
+
+struct Graph;
+typedef struct Arg {
+	uint8_t kind;               /* ArgKind */
+	uint8_t elem;               /* A_LIST: kind of elements if empty (A_NONE = unknown) */
+	uint32_t n;                 /* A_LIST length */
+	union {
+		int64_t i;              /* A_INT, A_BOOL, A_DTYPE */
+		double f;
+		Str s;                  /* A_STR */
+		Sym sym;                /* A_IDENT, A_ATTRREF, A_PARAM */
+		ValueId v;
+		struct Arg *list;
+		Tensor *t;
+		struct Graph *g;
+		Type *ty;
+	} u;
+} Arg;
+
+typedef struct Named {          /* keyword argument or ONNX attribute */
+	Sym name;
+	Arg val;
+} Named;
+
+/* ---- provenance ---------------------------------------------------------- */
+typedef struct ScopeEntry { Sym path; Sym cls; } ScopeEntry;  /* "layer1": "torch.nn.Linear" */
+typedef struct MetaProp { Str key, val; } MetaProp;
+
+/* Shared by pointer: a pass that replaces a node gives the new nodes the
+ * old node's Prov, which is how provenance survives every pass. */
+typedef struct Prov {
+	uint32_t nscope;
+	ScopeEntry *scope;          /* outermost first */
+	Sym file;                   /* source location in the model's Python */
+	uint32_t line, col;
+	Str trace;                  /* stack trace, may be empty */
+	uint32_t nmeta;
+	MetaProp *meta;             /* other metadata_props */
+} Prov;
+
+/* ---- nodes, values, graphs ----------------------------------------------- */
+typedef enum {
+	VK_NODE,                    /* a node result */
+	VK_INPUT,                   /* a graph or function input */
+	VK_PARAM,                   /* param: a named weight */
+	VK_BUFFER,                  /* buffer: a named non-trainable tensor */
+	VK_CONST,                   /* const: an inline tensor */
+} ValueKind;
+
+typedef struct Node Node;
+
+typedef struct Value {
+	Sym name;
+	Type *type;                 /* NULL: unknown */
+	Node *def;                  /* VK_NODE */
+	uint32_t res;               /* result index in def */
+	uint8_t kind;               /* ValueKind */
+	Sym key;                    /* VK_PARAM/VK_BUFFER: tensor name in the weights file */
+	Tensor *init;               /* VK_CONST */
+	Loc loc;
+} Value;
+
+struct Node {
+	Node *prev, *next;
+	struct Graph *graph;
+	OpId op;
+	Sym domain, name;           /* e.g. "aten", "add.Tensor" */
+	uint32_t nres, nargs, nkw;
+	ValueId *res;               /* VNONE for an omitted result `_` */
+	Arg *args;                  /* positional */
+	Named *kw;                  /* keyword arguments / attributes */
+	Prov *prov;                 /* may be NULL */
+	Sym node_name;              /* ONNX NodeProto.name, may be 0 */
+	Str doc;
+	Loc loc;                    /* where the node is in the .fxir text */
+};
+
+typedef struct Graph {
+	Sym name;
+	struct Graph *parent;       /* enclosing graph of a subgraph, else NULL */
+	uint32_t nin, nout;
+	ValueId *in;                /* inputs, then params/buffers/consts in `init` order */
+	ValueId *out;
+	Type **out_decl;            /* declared output types (may hold NULLs) */
+	VEC(ValueId) inits;         /* param, buffer and const values, in text order */
+	Node *first, *last;
+	uint32_t nnodes;
+	uint32_t nmeta;
+	MetaProp *meta;
+	Str doc;
+	Loc loc;
+} Graph;
+
+typedef struct Opset { Sym domain; int64_t version; } Opset;
+
+typedef struct Func {           /* an ONNX local function */
+	Sym domain, name;
+	Graph *body;
+	uint32_t nattr;
+	Sym *attrs;                 /* attribute parameter names */
+	VEC(Opset) opsets;
+	Loc loc;
+} Func;
+
+typedef enum { DP_TENSOR, DP_LITERAL } DParamKind;
+typedef struct DParam {
+	uint8_t kind;               /* %name or $name */
+	uint8_t has_default;
+	Sym name;
+	Arg deflt;
+} DParam;
+
+typedef struct Guard {          /* where $p == literal, or != */
+	Sym param;
+	uint8_t negate;
+	Arg lit;
+	Loc loc;
+} Guard;
+
+typedef struct Decomp {         /* decomp aten::gelu(%self, $approximate = "none") where ... */
+	Sym domain, name;
+	uint32_t nparam, nguard;
+	DParam *params;
+	Guard *guards;
+	Graph *body;                /* inputs are the %params, in order */
+	Loc loc;
+} Decomp;
+
+typedef struct Module {
+	Arena arena;
+	Sym name;
+	Sym weights;                /* safetensors file, relative to the .fxir */
+	VEC(Value) vals;            /* vals.v[0] is the unused VNONE slot */
+	VEC(Graph *) graphs;        /* graphs.v[0] is the main graph */
+	VEC(Func *) funcs;
+	VEC(Decomp *) decomps;
+	VEC(Opset) opsets;
+	uint32_t nmeta;
+	MetaProp *meta;
+	Str doc;
+	Sym file;                   /* where it was read from */
+} Module;
+
+/* ---- ir.c: construction and edits --------------------------------------- */
+Module *module_new(Sym name);
+void module_free(Module *m);
+Graph *graph_new(Module *m, Sym name, Graph *parent);
+ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind);
+static inline Value *val(Module *m, ValueId id) { return &m->vals.v[id]; }
+Node *node_new(Module *m, Sym domain, Sym name, uint32_t nres, uint32_t nargs, uint32_t nkw);
+void node_append(Graph *g, Node *n);
+void node_insert_before(Graph *g, Node *before, Node *n);
+void node_remove(Graph *g, Node *n);
+/* Calls f(value, ctx) for every value an Arg uses, lists included (not
+ * inside subgraphs). */
+void arg_each_value(const Arg *a, void (*f)(ValueId, void *), void *ctx);
+void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx);
+int node_has_flag(const Node *n, uint32_t flag);
+const Named *node_kw(const Node *n, const char *name);
+/* Replace every use of `from` by `to` in g and its subgraphs. Linear in g. */
+void graph_replace_uses(Module *m, Graph *g, ValueId from, ValueId to);
+
+Type *type_tensor(Arena *a, DType dt, int32_t rank, const Dim *dims);
+Type *type_wrap(Arena *a, TypeKind k, Type *elem);
+
+/* ---- printer.c: .fxir text ---------------------------------------------- */
+void print_module(FILE *out, const Module *m);
+void print_type(FILE *out, const Type *t);
+void print_value_name(FILE *out, const Module *m, ValueId v);
+
+/* ---- verifier.c --------------------------------------------------------- */
+/* Reports every problem through diag; returns the number of errors. */
+int verify_module(Module *m);
+
+#endif
