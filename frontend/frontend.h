@@ -13,9 +13,14 @@
  * `file` names the buffer in messages; the text must stay alive while
  * diagnostics may still print its lines.  Returns NULL after errors. */
 Module *parse_fxir(const char *file, const char *text, size_t len);
+/* The same for a piece of a larger buffer (-split-input-file) that starts
+ * at line first_line; the caller has registered the whole buffer with
+ * diag_add_source. The text must be followed by a NUL or more text. */
+Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t first_line);
 
 /* Reads a whole file (mmap or read); NULL after a diagnostic. */
 char *read_file(const char *path, size_t *len);
+char *read_stdin(size_t *len);
 
 /* onnx_import.c: read a binary ONNX model (external data included, relative
  * to the model's directory).  Returns NULL after errors. */

@@ -51,7 +51,6 @@ Sym sym_intern(const char *s, size_t n);
 Sym sym_cstr(const char *s);
 const char *sym_str(Sym s);     /* "" for 0 */
 size_t sym_len(Sym s);
-void sym_reset(void);           /* frees the table (tests, fuzzing) */
 
 /* ---- diag.c: diagnostics ------------------------------------------------- */
 typedef struct Loc {
@@ -122,6 +121,15 @@ typedef struct Tensor {
 	Str *strs;                  /* DT_STR: numel strings */
 	Sym name;                   /* ONNX TensorProto.name, may be 0 */
 } Tensor;
+
+/* tensor.c: element access; tensor_put returns 0 if the number does not
+ * fit the dtype (ints into int dtypes only). */
+int dtype_is_float(DType t);
+int dtype_is_int(DType t);
+int tensor_put(DType t, uint8_t *d, size_t i, double f, int64_t v, int is_int);
+double tensor_get_f(DType t, const uint8_t *d, size_t i);
+int64_t tensor_get_i(DType t, const uint8_t *d, size_t i);
+size_t tensor_nbytes(DType t, int64_t numel);
 
 /* ---- operators (ops.def) ------------------------------------------------- */
 enum { /* well-known domains; others are interned names */
@@ -270,13 +278,14 @@ typedef struct Graph {
 } Graph;
 
 typedef struct Opset { Sym domain; int64_t version; } Opset;
+typedef VEC(Opset) OpsetVec;
 
 typedef struct Func {           /* an ONNX local function */
 	Sym domain, name;
 	Graph *body;
 	uint32_t nattr;
 	Sym *attrs;                 /* attribute parameter names */
-	VEC(Opset) opsets;
+	OpsetVec opsets;
 	Loc loc;
 } Func;
 
@@ -312,7 +321,7 @@ typedef struct Module {
 	VEC(Graph *) graphs;        /* graphs.v[0] is the main graph */
 	VEC(Func *) funcs;
 	VEC(Decomp *) decomps;
-	VEC(Opset) opsets;
+	OpsetVec opsets;
 	uint32_t nmeta;
 	MetaProp *meta;
 	Str doc;
@@ -336,7 +345,7 @@ void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx);
 int node_has_flag(const Node *n, uint32_t flag);
 const Named *node_kw(const Node *n, const char *name);
 /* Replace every use of `from` by `to` in g and its subgraphs. Linear in g. */
-void graph_replace_uses(Module *m, Graph *g, ValueId from, ValueId to);
+void graph_replace_uses(Graph *g, ValueId from, ValueId to);
 
 Type *type_tensor(Arena *a, DType dt, int32_t rank, const Dim *dims);
 Type *type_wrap(Arena *a, TypeKind k, Type *elem);
@@ -345,6 +354,9 @@ Type *type_wrap(Arena *a, TypeKind k, Type *elem);
 void print_module(FILE *out, const Module *m);
 void print_type(FILE *out, const Type *t);
 void print_value_name(FILE *out, const Module *m, ValueId v);
+/* Length of the UTF-8 sequence at s, or 0 if it is not valid UTF-8
+ * (overlong forms, surrogates and code points past U+10FFFF included). */
+size_t utf8_len(const unsigned char *s, const unsigned char *end);
 
 /* ---- verifier.c --------------------------------------------------------- */
 /* Reports every problem through diag; returns the number of errors. */

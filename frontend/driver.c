@@ -1,0 +1,488 @@
+/* driver.c - the onnxc command line.
+ *
+ * Reads one input (.fxir text or a binary .onnx model), runs a pipeline of
+ * passes, and emits .fxir text, a listing or an ONNX model.  Exit codes:
+ * 0 success, 1 bad input, 2 usage. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "backend.h"
+#include "frontend.h"
+#include "passes.h"
+
+typedef enum { EMIT_DEFAULT, EMIT_FXIR, EMIT_LISTING, EMIT_ONNX } Emit;
+
+typedef struct Opts {
+	const char *input, *output;
+	Emit emit;
+	int level;                  /* -O */
+	const char *passes;         /* -passes=, replaces the -O pipeline */
+	int print_after_all, verify_each, verify_diags, split, time_passes;
+	const char *print_after, *print_before;
+	int max_errors;
+	OnnxWriteOptions w;
+} Opts;
+
+static const char usage_text[] =
+	"usage: onnxc [options] <input.fxir | input.onnx | ->\n"
+	"\n"
+	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
+	"model) into an ONNX model, a readable listing, or .fxir text.\n"
+	"\n"
+	"Output:\n"
+	"  -o FILE                  write here (default: standard output for text;\n"
+	"                           <input>.onnx in the current directory for ONNX)\n"
+	"  -emit=fxir|listing|onnx  what to write (default: onnx when -o ends in .onnx,\n"
+	"                           else fxir)\n"
+	"  -opset=N                 default-domain opset when the input names none\n"
+	"                           (17 to 23; default 18)\n"
+	"  -external-data[=FILE]    put large tensors in a side file (default <output>.data)\n"
+	"  -external-threshold=N    tensors of at least N bytes go there (default 1024)\n"
+	"\n"
+	"Passes:\n"
+	"  -O0, -O1, -O2            optimization level (default -O1); see -list-passes\n"
+	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
+	"                           (-passes= runs none)\n"
+	"  -list-passes             list the passes and the -O pipelines, then exit\n"
+	"  -print-after-all         dump the IR after every pass (to standard error)\n"
+	"  -print-after=NAME        dump the IR after pass NAME\n"
+	"  -print-before=NAME       dump the IR before pass NAME\n"
+	"  -verify-each             run the verifier after every pass\n"
+	"  -time-passes             report how long each pass took\n"
+	"\n"
+	"Diagnostics and testing:\n"
+	"  -verify-diagnostics      check `// expected-error {{...}}` annotations in the\n"
+	"                           input instead of printing diagnostics\n"
+	"  -split-input-file        treat `// -----` lines as separators between inputs\n"
+	"  -max-errors=N            stop after N errors (default 20; 0 means no limit)\n"
+	"\n"
+	"  --help                   this text\n"
+	"  --version                the version\n";
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "onnxc: error: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nrun 'onnxc --help' for usage\n");
+	exit(2);
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return 0;
+	*out = v;
+	return 1;
+}
+
+static void list_passes(void)
+{
+	printf("Passes:\n");
+	for (size_t i = 0; pass_at(i); i++)
+		printf("  %-14s %s\n", pass_at(i)->name, pass_at(i)->summary);
+	printf("\nPipelines:\n");
+	for (int l = 0; l <= 2; l++)
+		printf("  -O%d  %s\n", l, *pipeline_for_level(l) ? pipeline_for_level(l) : "(no passes)");
+}
+
+static int match(const char *arg, const char *name, const char **val)
+{
+	size_t n = strlen(name);
+	if (strncmp(arg, name, n) != 0)
+		return 0;
+	if (arg[n] == '=') {
+		*val = arg + n + 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void parse_emit(Opts *o, const char *v)
+{
+	if (strcmp(v, "fxir") == 0)
+		o->emit = EMIT_FXIR;
+	else if (strcmp(v, "listing") == 0)
+		o->emit = EMIT_LISTING;
+	else if (strcmp(v, "onnx") == 0)
+		o->emit = EMIT_ONNX;
+	else
+		usage_error("unknown -emit kind '%s' (expected fxir, listing or onnx)", v);
+}
+
+static void parse_numeric(const char *arg, const char *v, long lo, long hi, long *out)
+{
+	if (!parse_int(v, lo, hi, out)) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "%%s: expected a number from %ld to %ld", lo, hi);
+		usage_error(msg, arg);
+	}
+}
+
+static void parse_args(int argc, char **argv, Opts *o)
+{
+	long n;
+	const char *v;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage_text, stdout);
+			exit(0);
+		} else if (strcmp(a, "--version") == 0 || strcmp(a, "-version") == 0) {
+			printf("onnxc %s\n", ONNXC_VERSION);
+			exit(0);
+		} else if (strcmp(a, "-list-passes") == 0) {
+			list_passes();
+			exit(0);
+		} else if (strcmp(a, "-o") == 0) {
+			if (++i >= argc)
+				usage_error("%s needs a file name", a);
+			o->output = argv[i];
+		} else if (strncmp(a, "-o", 2) == 0 && a[2] && a[2] != '=') {
+			o->output = a + 2;
+		} else if (match(a, "-emit", &v)) {
+			parse_emit(o, v);
+		} else if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
+			o->level = a[2] - '0';
+		} else if (match(a, "-passes", &v)) {
+			o->passes = v;
+		} else if (strcmp(a, "-print-after-all") == 0) {
+			o->print_after_all = 1;
+		} else if (match(a, "-print-after", &v)) {
+			o->print_after = v;
+		} else if (match(a, "-print-before", &v)) {
+			o->print_before = v;
+		} else if (strcmp(a, "-verify-each") == 0) {
+			o->verify_each = 1;
+		} else if (strcmp(a, "-time-passes") == 0) {
+			o->time_passes = 1;
+		} else if (strcmp(a, "-verify-diagnostics") == 0) {
+			o->verify_diags = 1;
+		} else if (strcmp(a, "-split-input-file") == 0) {
+			o->split = 1;
+		} else if (match(a, "-max-errors", &v)) {
+			parse_numeric(a, v, 0, 100000, &n);
+			o->max_errors = (int)n;
+		} else if (match(a, "-opset", &v)) {
+			parse_numeric(a, v, 17, 23, &n);
+			o->w.opset = (int)n;
+		} else if (strcmp(a, "-external-data") == 0) {
+			o->w.external = 1;
+		} else if (match(a, "-external-data", &v)) {
+			o->w.external = 1;
+			o->w.external_file = v;
+		} else if (match(a, "-external-threshold", &v)) {
+			parse_numeric(a, v, 0, 1L << 40, &n);
+			o->w.external_threshold = (size_t)n;
+		} else if (a[0] == '-' && a[1]) {
+			usage_error("unknown option '%s'", a);
+		} else if (o->input) {
+			usage_error("more than one input file ('%s')", a);
+		} else {
+			o->input = a;
+		}
+	}
+	if (!o->input)
+		usage_error("%s", "no input file");
+}
+
+/* ---- passes ------------------------------------------------------------ */
+static void dump(const Module *m, const char *when, const char *pass)
+{
+	fprintf(stderr, "// -----// IR Dump %s %s //----- //\n", when, pass);
+	print_module(stderr, m);
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
+{
+	PassOptions po = { o->w.opset ? o->w.opset : 18 };
+	for (uint32_t i = 0; i < pl->n; i++) {
+		const Pass *p = pl->v[i];
+		if (o->print_before && strcmp(o->print_before, p->name) == 0)
+			dump(m, "Before", p->name);
+		double t0 = now();
+		int rc = p->run(m, &po);
+		if (o->time_passes)
+			fprintf(stderr, "onnxc: pass %-14s %9.3f ms\n", p->name, (now() - t0) * 1e3);
+		if (rc != 0 || diag_error_count())
+			return 1;
+		if (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))
+			dump(m, "After", p->name);
+		if (o->verify_each && verify_module(m)) {
+			diag_error((Loc){ 0 }, "the IR is invalid after pass '%s'", p->name);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- output ------------------------------------------------------------ */
+static const char *default_output(const Opts *o)
+{
+	if (o->emit != EMIT_ONNX)
+		return NULL;
+	const char *base = strrchr(o->input, '/');
+	base = base ? base + 1 : o->input;
+	if (strcmp(o->input, "-") == 0)
+		base = "out";
+	size_t n = strlen(base);
+	const char *dot = strrchr(base, '.');
+	if (dot && dot != base)
+		n = (size_t)(dot - base);
+	char *out = malloc(n + 6);
+	if (!out)
+		ONNXC_BUG("out of memory");
+	memcpy(out, base, n);
+	strcpy(out + n, ".onnx");
+	return out;
+}
+
+/* Text goes to a temporary file renamed into place at the end, so a
+ * failed run leaves nothing half-written. */
+static int emit_text(Module *m, const Opts *o, FILE *dst)
+{
+	if (o->emit == EMIT_LISTING)
+		return listing_write(m, dst, &o->w);
+	print_module(dst, m);
+	return 0;
+}
+
+static int emit(Module *m, const Opts *o)
+{
+	if (o->emit == EMIT_ONNX)
+		return onnx_write(m, o->output, &o->w);
+	if (!o->output || strcmp(o->output, "-") == 0)
+		return emit_text(m, o, stdout);
+	size_t n = strlen(o->output);
+	char *tmp = malloc(n + 32);
+	if (!tmp)
+		ONNXC_BUG("out of memory");
+	snprintf(tmp, n + 32, "%s.tmp%ld", o->output, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		diag_error((Loc){ sym_cstr(o->output), 0, 0 }, "cannot write: %s", strerror(errno));
+		free(tmp);
+		return 1;
+	}
+	int rc = emit_text(m, o, f);
+	rc |= ferror(f) != 0;
+	rc |= fclose(f) != 0;
+	if (rc == 0 && rename(tmp, o->output) != 0) {
+		diag_error((Loc){ sym_cstr(o->output), 0, 0 }, "cannot write: %s", strerror(errno));
+		rc = 1;
+	}
+	if (rc)
+		remove(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* ---- -verify-diagnostics ------------------------------------------------ */
+typedef struct Expect { DiagKind kind; uint32_t line; char *text; int seen; uint32_t at; } Expect;
+
+static int parse_expect(const char *p, const char *end, uint32_t line, Expect *e)
+{
+	static const struct { const char *w; DiagKind k; } kinds[] = {
+		{ "expected-error", DIAG_ERROR }, { "expected-warning", DIAG_WARNING }, { "expected-note", DIAG_NOTE },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		size_t n = strlen(kinds[i].w);
+		const char *at = p;
+		if ((size_t)(end - p) < n || memcmp(p, kinds[i].w, n) != 0)
+			continue;
+		at += n;
+		long off = 0;
+		if (*at == '@') {
+			char *q;
+			off = strtol(at + 1, &q, 10);
+			at = q;
+		}
+		while (at < end && *at == ' ')
+			at++;
+		const char *close = NULL;
+		if (end - at >= 2 && at[0] == '{' && at[1] == '{')
+			for (const char *c = at + 2; c + 1 < end && !close; c++)
+				if (c[0] == '}' && c[1] == '}')
+					close = c;
+		if (!close)
+			return -1;
+		e->kind = kinds[i].k;
+		e->line = (uint32_t)((long)line + off);
+		e->text = strndup(at + 2, (size_t)(close - at - 2));
+		e->at = line;
+		e->seen = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* Finds every expected-* annotation in text[first_line..]. */
+static Expect *collect_expects(const char *text, size_t len, uint32_t first_line, size_t *n)
+{
+	Expect *v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	uint32_t line = first_line;
+	for (const char *p = text, *end = text + len; p < end; line++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		for (const char *c = p; c + 9 < le; c++) {
+			if (memcmp(c, "expected-", 9) != 0)
+				continue;
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 16;
+				v = realloc(v, cap * sizeof *v);
+			}
+			int r = parse_expect(c, le, line, &v[*n]);
+			if (r < 0)
+				fprintf(stderr, "onnxc: error: line %u: malformed expected-* annotation (missing {{...}})\n", line);
+			else if (r > 0)
+				(*n)++;
+		}
+		p = le + 1;
+	}
+	return v;
+}
+
+/* Every expectation must be met by a diagnostic on its line containing
+ * its text, and every diagnostic must be expected. */
+static int check_expects(Sym file, Expect *ex, size_t nex)
+{
+	size_t nd;
+	const Diag *d = diag_collected(&nd);
+	int bad = 0;
+	static const char *const kn[] = { "error", "warning", "note" };
+	for (size_t i = 0; i < nd; i++) {
+		int ok = 0;
+		for (size_t j = 0; j < nex && !ok; j++)
+			if (!ex[j].seen && ex[j].kind == d[i].kind && ex[j].line == d[i].loc.line &&
+			    strstr(d[i].msg, ex[j].text))
+				ex[j].seen = ok = 1;
+		if (!ok) {
+			fprintf(stderr, "%s:%u:%u: error: unexpected %s: %s\n", sym_str(d[i].loc.file ? d[i].loc.file : file),
+				d[i].loc.line, d[i].loc.col, kn[d[i].kind], d[i].msg);
+			bad = 1;
+		}
+	}
+	for (size_t j = 0; j < nex; j++)
+		if (!ex[j].seen) {
+			fprintf(stderr, "%s:%u: error: expected %s \"%s\" was not produced (on line %u)\n", sym_str(file),
+				ex[j].at, kn[ex[j].kind], ex[j].text, ex[j].line);
+			bad = 1;
+		}
+	return bad;
+}
+
+/* ---- one input --------------------------------------------------------- */
+static Module *read_input(const Opts *o, const char *text, size_t len, uint32_t first_line)
+{
+	if (looks_like_onnx(o->input, text, len))
+		return onnx_import(o->input);
+	return parse_fxir_at(o->input, text, len, first_line);
+}
+
+static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t len, uint32_t first_line)
+{
+	Module *m = read_input(o, text, len, first_line);
+	int rc = 1;
+	if (m && verify_module(m) == 0 && run_pipeline(m, pl, o) == 0)
+		rc = emit(m, o);
+	module_free(m);
+	return rc || diag_error_count() ? 1 : 0;
+}
+
+static int compile_checked(const Opts *o, const Pipeline *pl, const char *text, size_t len, uint32_t first_line)
+{
+	if (!o->verify_diags)
+		return compile(o, pl, text, len, first_line);
+	size_t nex;
+	Expect *ex = collect_expects(text, len, first_line, &nex);
+	diag_set_collect(1);
+	diag_clear();
+	compile(o, pl, text, len, first_line);
+	int bad = check_expects(sym_cstr(o->input), ex, nex);
+	for (size_t i = 0; i < nex; i++)
+		free(ex[i].text);
+	free(ex);
+	diag_clear();
+	diag_set_collect(0);
+	return bad;
+}
+
+/* Runs each `// -----`-separated chunk on its own, keeping line numbers. */
+static int compile_split(const Opts *o, const Pipeline *pl, const char *text, size_t len)
+{
+	int rc = 0, first = 1;
+	uint32_t line = 1, start_line = 1;
+	const char *start = text, *p = text, *end = text + len;
+	while (p <= end) {
+		const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+		const char *le = nl ? nl : end;
+		const char *t = p;
+		while (t < le && (*t == ' ' || *t == '\t'))
+			t++;
+		int sep = (size_t)(le - t) >= 8 && memcmp(t, "// -----", 8) == 0 && le - t == 8;
+		if (sep || !nl) {
+			const char *cend = sep ? p : end;
+			if (!first && !o->verify_diags && o->emit != EMIT_ONNX)
+				fputs("// -----\n", stdout);
+			fflush(stdout);
+			rc |= compile_checked(o, pl, start, (size_t)(cend - start), start_line);
+			first = 0;
+			start = nl ? nl + 1 : end;
+			start_line = line + 1;
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+		line++;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	Opts o = { 0 };
+	o.level = 1;
+	o.max_errors = 20;
+	parse_args(argc, argv, &o);
+	diag_set_max_errors(o.max_errors);
+	if (o.emit == EMIT_DEFAULT) {
+		size_t n = o.output ? strlen(o.output) : 0;
+		o.emit = n > 5 && strcmp(o.output + n - 5, ".onnx") == 0 ? EMIT_ONNX : EMIT_FXIR;
+	}
+	if (!o.output)
+		o.output = default_output(&o);
+	const char *ps = o.passes ? o.passes : pipeline_for_level(o.level), *bad;
+	size_t badlen;
+	Pipeline pl;
+	if (!pipeline_parse(ps, &pl, &bad, &badlen)) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "unknown pass '%.*s' (see -list-passes)", (int)badlen, bad);
+		usage_error("%s", msg);
+	}
+	const char *named[] = { o.print_after, o.print_before };
+	for (size_t i = 0; i < 2; i++)
+		if (named[i] && !pass_lookup(named[i], strlen(named[i])))
+			usage_error("unknown pass '%s' (see -list-passes)", named[i]);
+	size_t len;
+	char *text = strcmp(o.input, "-") == 0 ? read_stdin(&len) : read_file(o.input, &len);
+	if (!text)
+		return 1;
+	diag_add_source(sym_cstr(o.input), text, len);
+	int rc = o.split ? compile_split(&o, &pl, text, len) : compile_checked(&o, &pl, text, len, 1);
+	pipeline_free(&pl);
+	free(text);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,758 @@
+/* parse.c - building the IR from the grammar's actions (parser.y).
+ *
+ * Name resolution happens as the text is read: a value is visible from its
+ * definition to the end of its graph, and inside that graph's subgraphs.
+ * A use that does not resolve is remembered and reported at the end of the
+ * top-level graph, where "used before its definition" can be told apart
+ * from "undefined". */
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "frontend.h"
+#include "parser.h"
+
+int yyparse(P *p);
+
+/* ---- symbol table: chained hash with a stack of entries per scope ------- */
+typedef struct Entry { Sym name; ValueId v; int32_t next; Loc loc; } Entry;
+typedef struct Pending { Sym name; Loc loc; } Pending;
+
+struct SymTab {
+	int32_t *bucket;            /* head entry per bucket, -1 empty */
+	uint32_t nbucket;
+	VEC(Entry) e;
+	VEC(uint32_t) marks;        /* entry count at each open scope */
+	VEC(Pending) pending;
+};
+
+static uint32_t bucket_of(SymTab *t, Sym s) { return (s * 2654435761u) & (t->nbucket - 1); }
+
+static void tab_rehash(P *p, SymTab *t)
+{
+	uint32_t n = t->nbucket ? t->nbucket * 2 : 256;
+	t->bucket = ARENA_ARRAY(p->a, int32_t, n);
+	t->nbucket = n;
+	memset(t->bucket, 0xff, n * sizeof *t->bucket);
+	for (uint32_t i = 0; i < t->e.n; i++) {
+		uint32_t h = bucket_of(t, t->e.v[i].name);
+		t->e.v[i].next = t->bucket[h];
+		t->bucket[h] = (int32_t)i;
+	}
+}
+
+static Entry *tab_find(SymTab *t, Sym s)
+{
+	if (!t->nbucket)
+		return NULL;
+	for (int32_t i = t->bucket[bucket_of(t, s)]; i >= 0; i = t->e.v[i].next)
+		if (t->e.v[i].name == s)
+			return &t->e.v[i];
+	return NULL;
+}
+
+static void tab_add(P *p, SymTab *t, Sym s, ValueId v, Loc loc)
+{
+	if (t->e.n + 1 > t->nbucket)
+		tab_rehash(p, t);
+	uint32_t h = bucket_of(t, s);
+	Entry e = { s, v, t->bucket[h], loc };
+	VEC_PUSH(p->a, t->e, e);
+	t->bucket[h] = (int32_t)(t->e.n - 1);
+}
+
+static void tab_open(P *p) { VEC_PUSH(p->a, p->tab->marks, p->tab->e.n); }
+
+/* Entries are popped newest first, so each is the head of its chain. */
+static void tab_close(SymTab *t)
+{
+	if (!t->marks.n)
+		return;
+	uint32_t mark = t->marks.v[--t->marks.n];
+	while (t->e.n > mark) {
+		Entry *e = &t->e.v[--t->e.n];
+		t->bucket[bucket_of(t, e->name)] = e->next;
+	}
+}
+
+static void tab_reset(SymTab *t)
+{
+	while (t->marks.n)
+		tab_close(t);
+	t->e.n = 0;
+	t->pending.n = 0;
+	if (t->nbucket)
+		memset(t->bucket, 0xff, t->nbucket * sizeof *t->bucket);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+Loc b_loc(P *p, YYLTYPE l)
+{
+	return (Loc){ p->file, (uint32_t)l.first_line, (uint32_t)l.first_column };
+}
+
+void yyerror(YYLTYPE *lloc, P *p, const char *msg)
+{
+	diag_error(b_loc(p, *lloc), "%s", msg);
+	/* Skip the rest of the broken line unless the offending token already
+	 * starts a new line (then it may well start the next statement). */
+	int t = p->lex.last_tok;
+	if (t != 0 && t != '}' && !p->lex.first_on_line) {
+		p->skipping = 1;
+		p->skip_depth = t == '{';
+	}
+}
+
+/* "%x" or "%\"odd name\"" for messages. */
+static const char *vname(Sym s)
+{
+	static char buf[2][160];
+	static int k;
+	char *b = buf[k ^= 1];
+	const char *n = sym_str(s);
+	int plain = *n != 0;
+	for (const char *c = n; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.'))
+			plain = 0;
+	snprintf(b, sizeof buf[0], plain ? "%%%.150s" : "%%\"%.150s\"", n);
+	return b;
+}
+
+static Sym opname_sym(OpName op)
+{
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s::%s", sym_str(op.dom), sym_str(op.name));
+	return sym_cstr(buf);
+}
+
+/* Defines a value in the current scope; a name may be defined once in a
+ * graph and the graphs around it. */
+static ValueId define(P *p, Sym name, Type *t, ValueKind kind, Loc loc)
+{
+	Entry *prev = tab_find(p->tab, name);
+	if (prev) {
+		diag_error(loc, "redefinition of value %s", vname(name));
+		diag_note(prev->loc, "previous definition is here");
+	}
+	ValueId v = value_new(p->m, name, t, kind);
+	val(p->m, v)->loc = loc;
+	tab_add(p, p->tab, name, v, loc);
+	return v;
+}
+
+static int in_body_check(P *p, YYLTYPE l)
+{
+	if (!p->g)
+		return 0;
+	if (p->returned)
+		b_stmt_after_return(p, l);
+	return 1;
+}
+
+/* ---- module level ------------------------------------------------------- */
+void b_module_name(P *p, Sym name) { p->m->name = name; }
+
+void b_weights(P *p, Str file, YYLTYPE l)
+{
+	if (p->m->weights)
+		diag_error(b_loc(p, l), "module already names a weights file");
+	p->m->weights = sym_intern(file.s, file.n);
+}
+
+void b_opset(P *p, Sym dom, int64_t v, YYLTYPE l)
+{
+	if (v < 1 || v > 1000000) {
+		diag_error(b_loc(p, l), "opset version %lld out of range", (long long)v);
+		return;
+	}
+	for (uint32_t i = 0; i < p->opsets->n; i++)
+		if (p->opsets->v[i].domain == dom) {
+			diag_error(b_loc(p, l), "opset for domain '%s' given twice", sym_str(dom));
+			return;
+		}
+	VEC_PUSH(p->a, *p->opsets, ((Opset){ dom, v }));
+}
+
+void b_module_meta(P *p, MetaVec *kv) { p->m->meta = kv->v; p->m->nmeta = kv->n; }
+void b_module_doc(P *p, Str s) { p->m->doc = s; }
+
+/* ---- graphs -------------------------------------------------------------- */
+static Graph *graph_begin(P *p, Sym name, Graph *parent, YYLTYPE l)
+{
+	Graph *g = graph_new(p->m, name, parent);
+	g->loc = b_loc(p, l);
+	p->g = g;
+	p->returned = 0;
+	tab_open(p);
+	return g;
+}
+
+Graph *b_graph_begin(P *p, Sym name, YYLTYPE l)
+{
+	tab_reset(p->tab);
+	p->func = NULL;
+	p->decomp = NULL;
+	p->opsets = &p->m->opsets;
+	Graph *g = graph_begin(p, name, NULL, l);
+	for (uint32_t i = 0; i < p->m->graphs.n; i++)
+		if (p->m->graphs.v[i]->name == name) {
+			diag_error(g->loc, "redefinition of graph @%s", sym_str(name));
+			diag_note(p->m->graphs.v[i]->loc, "previous definition is here");
+		}
+	VEC_PUSH(p->a, p->m->graphs, g);
+	return g;
+}
+
+/* Reports the uses that never resolved, now that the graph is complete. */
+static void report_pending(P *p)
+{
+	SymTab *t = p->tab;
+	for (uint32_t i = 0; i < t->pending.n; i++) {
+		Pending *u = &t->pending.v[i];
+		Entry *e = tab_find(t, u->name);
+		if (e) {
+			diag_error(u->loc, "value %s is used before its definition", vname(u->name));
+			diag_note(e->loc, "defined here");
+		} else {
+			diag_error(u->loc, "use of undefined value %s", vname(u->name));
+		}
+	}
+	t->pending.n = 0;
+}
+
+static void graph_finish(P *p, Graph *g, YYLTYPE l)
+{
+	if (!p->returned)
+		diag_error(b_loc(p, l), "graph @%s has no return", sym_str(g->name));
+}
+
+void b_graph_end(P *p, YYLTYPE l)
+{
+	graph_finish(p, p->g, l);
+	report_pending(p);
+	tab_reset(p->tab);
+	p->g = NULL;
+}
+
+Graph *b_subgraph_begin(P *p, YYLTYPE l)
+{
+	if (!p->g) {
+		diag_error(b_loc(p, l), "a subgraph may only appear inside a graph");
+		return graph_begin(p, 0, NULL, l);
+	}
+	return graph_begin(p, 0, p->g, l);
+}
+
+Graph *b_subgraph_end(P *p)
+{
+	Graph *g = p->g;
+	Loc end = g->loc;
+	graph_finish(p, g, (YYLTYPE){ (int)end.line, (int)end.col, (int)end.line, (int)end.col });
+	tab_close(p->tab);
+	p->g = g->parent;
+	p->returned = 0;
+	return g;
+}
+
+/* A graph whose text was broken: restore the enclosing state. */
+void b_graph_abandon(P *p, Graph *g)
+{
+	if (g && g->parent && p->g == g) {
+		tab_close(p->tab);
+		p->g = g->parent;
+		p->returned = 0;
+	}
+}
+
+void b_input(P *p, Sym name, Type *t, YYLTYPE l)
+{
+	Graph *g = p->g;
+	if (!g)
+		return;
+	ValueId v = define(p, name, t, VK_INPUT, b_loc(p, l));
+	ValueId *in = ARENA_ARRAY(p->a, ValueId, g->nin + 1);
+	if (g->nin)
+		memcpy(in, g->in, g->nin * sizeof *in);
+	in[g->nin++] = v;
+	g->in = in;
+}
+
+void b_outsig(P *p, TypeVec *t)
+{
+	if (!p->g)
+		return;
+	p->g->out_decl = t ? t->v : NULL;
+	p->g->nout = t ? t->n : 0;
+	p->g->out = NULL;           /* filled by return */
+}
+
+void b_graph_meta(P *p, MetaVec *kv) { if (p->g) { p->g->meta = kv->v; p->g->nmeta = kv->n; } }
+void b_graph_doc(P *p, Str s) { if (p->g) p->g->doc = s; }
+
+void b_stmt_after_return(P *p, YYLTYPE l)
+{
+	diag_error(b_loc(p, l), "statement after return");
+	p->returned = 0;
+}
+
+void b_init(P *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
+{
+	if (!in_body_check(p, l))
+		return;
+	if (p->decomp || p->func)
+		diag_error(b_loc(p, l), "%s may not appear in a %s", kind == VK_PARAM ? "param" : "buffer",
+			   p->decomp ? "decomposition" : "function");
+	if (t->kind != TY_TENSOR)
+		diag_error(b_loc(p, l), "a %s must have a tensor type", kind == VK_PARAM ? "param" : "buffer");
+	ValueId v = define(p, name, t, (ValueKind)kind, b_loc(p, l));
+	val(p->m, v)->key = sym_intern(key.s, key.n);
+	VEC_PUSH(p->a, p->g->inits, v);
+}
+
+void b_const(P *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld)
+{
+	if (!in_body_check(p, l))
+		return;
+	Arg a = b_tensor(p, t, data, l, ld);
+	ValueId v = define(p, name, t, VK_CONST, b_loc(p, l));
+	val(p->m, v)->init = a.kind == A_TENSOR ? a.u.t : NULL;
+	VEC_PUSH(p->a, p->g->inits, v);
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l)
+{
+	if (!kw) {
+		if (c->kw.n)
+			diag_error(b_loc(p, l), "positional argument after keyword argument");
+		VEC_PUSH(p->a, c->pos, a);
+		return;
+	}
+	for (uint32_t i = 0; i < c->kw.n; i++)
+		if (c->kw.v[i].name == kw)
+			diag_error(b_loc(p, l), "keyword argument '%s' given twice", sym_str(kw));
+	VEC_PUSH(p->a, c->kw, ((Named){ kw, a }));
+}
+
+static Prov *make_prov(P *p, Trailers *tr)
+{
+	if (!tr->has_prov)
+		return NULL;
+	Prov *pv = ARENA_NEW(p->a, Prov);
+	*pv = tr->prov;
+	pv->scope = tr->scope.v;
+	pv->nscope = tr->scope.n;
+	pv->meta = tr->meta.v;
+	pv->nmeta = tr->meta.n;
+	return pv;
+}
+
+void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col)
+{
+	(void)p;
+	t->prov.file = sym_intern(file.s, file.n);
+	t->prov.line = line < 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
+	t->prov.col = col < 0 || col > UINT32_MAX ? 0 : (uint32_t)col;
+	t->has_prov = 1;
+}
+
+void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr)
+{
+	if (!in_body_check(p, lr))
+		return;
+	uint32_t nres = res ? res->n : 0;
+	Loc loc = b_loc(p, l);
+	if (c->op.dom == dom_onnx() && op_lookup(c->op.dom, c->op.name) == OP_GENERIC)
+		diag_error(loc, "unknown ONNX operator '%s'", sym_str(c->op.name));
+	if (types && types->n != nres)
+		diag_error(b_loc(p, l), "%u result type%s given for %u result%s", types->n,
+			   types->n == 1 ? "" : "s", nres, nres == 1 ? "" : "s");
+	Node *n = node_new(p->m, c->op.dom, c->op.name, nres, 0, 0);
+	n->args = c->pos.v;
+	n->nargs = c->pos.n;
+	n->kw = c->kw.v;
+	n->nkw = c->kw.n;
+	n->loc = loc;
+	n->prov = make_prov(p, tr);
+	n->node_name = tr->node_name;
+	n->doc = tr->doc;
+	for (uint32_t i = 0; i < nres; i++) {
+		if (!res->v[i])
+			continue;
+		Type *t = types && i < types->n ? types->v[i] : NULL;
+		n->res[i] = define(p, res->v[i], t, VK_NODE, b_loc(p, lr));
+		val(p->m, n->res[i])->def = n;
+		val(p->m, n->res[i])->res = i;
+	}
+	node_append(p->g, n);
+}
+
+void b_return(P *p, SymVec *vals, YYLTYPE l)
+{
+	if (!in_body_check(p, l))
+		return;
+	Graph *g = p->g;
+	uint32_t n = vals ? vals->n : 0;
+	if (g->out_decl && g->nout != n)
+		diag_error(b_loc(p, l), "graph declares %u output%s but returns %u value%s", g->nout,
+			   g->nout == 1 ? "" : "s", n, n == 1 ? "" : "s");
+	Type **decl = g->out_decl;
+	uint32_t ndecl = g->nout;
+	g->out = ARENA_ARRAY(p->a, ValueId, n ? n : 1);
+	g->out_decl = ARENA_ARRAY(p->a, Type *, n ? n : 1);
+	for (uint32_t i = 0; i < n; i++) {
+		Arg a = b_value_ref(p, vals->v[i], l);
+		g->out[i] = a.kind == A_VALUE ? a.u.v : VNONE;
+		g->out_decl[i] = decl && i < ndecl ? decl[i] : NULL;
+		Type *t = g->out[i] ? val(p->m, g->out[i])->type : NULL;
+		if (g->out[i] && !t)
+			val(p->m, g->out[i])->type = g->out_decl[i];
+		else if (t && g->out_decl[i] && !type_equal(t, g->out_decl[i]))
+			diag_error(b_loc(p, l), "return value %s has a type other than the declared output %u",
+				   vname(vals->v[i]), i);
+	}
+	g->nout = n;
+	p->returned = 1;
+}
+
+/* ---- functions and decompositions --------------------------------------- */
+Func *b_func_begin(P *p, OpName op, YYLTYPE l)
+{
+	Func *f = ARENA_NEW(p->a, Func);
+	f->domain = op.dom;
+	f->name = op.name;
+	f->loc = b_loc(p, l);
+	if (op.dom == dom_onnx() || op.dom == dom_aten())
+		diag_error(f->loc, "a function may not be defined in domain '%s'", sym_str(op.dom));
+	for (uint32_t i = 0; i < p->m->funcs.n; i++) {
+		Func *o = p->m->funcs.v[i];
+		if (o->domain == op.dom && o->name == op.name) {
+			diag_error(f->loc, "redefinition of function %s", sym_str(opname_sym(op)));
+			diag_note(o->loc, "previous definition is here");
+		}
+	}
+	VEC_PUSH(p->a, p->m->funcs, f);
+	tab_reset(p->tab);
+	p->decomp = NULL;
+	f->body = graph_begin(p, op.name, NULL, l);
+	p->func = f;
+	p->opsets = &f->opsets;
+	return f;
+}
+
+void b_func_attrs(P *p, SymVec *names)
+{
+	if (p->func) {
+		p->func->attrs = names->v;
+		p->func->nattr = names->n;
+	}
+}
+
+void b_func_end(P *p, YYLTYPE l)
+{
+	b_graph_end(p, l);
+	p->func = NULL;
+	p->opsets = &p->m->opsets;
+}
+
+Decomp *b_decomp_begin(P *p, OpName op, YYLTYPE l)
+{
+	Decomp *d = ARENA_NEW(p->a, Decomp);
+	d->domain = op.dom;
+	d->name = op.name;
+	d->loc = b_loc(p, l);
+	VEC_PUSH(p->a, p->m->decomps, d);
+	tab_reset(p->tab);
+	p->func = NULL;
+	d->body = graph_begin(p, op.name, NULL, l);
+	p->decomp = d;
+	return d;
+}
+
+static DParam *find_dparam(Decomp *d, Sym name)
+{
+	for (uint32_t i = 0; i < d->nparam; i++)
+		if (d->params[i].name == name)
+			return &d->params[i];
+	return NULL;
+}
+
+void b_dparam(P *p, int kind, Sym name, Arg *deflt, YYLTYPE l)
+{
+	Decomp *d = p->decomp;
+	if (!d)
+		return;
+	if (find_dparam(d, name))
+		diag_error(b_loc(p, l), "parameter '%s' given twice", sym_str(name));
+	DParam *np = ARENA_ARRAY(p->a, DParam, d->nparam + 1);
+	if (d->nparam)
+		memcpy(np, d->params, d->nparam * sizeof *np);
+	np[d->nparam] = (DParam){ (uint8_t)kind, deflt != NULL, name, deflt ? *deflt : (Arg){ 0 } };
+	d->params = np;
+	d->nparam++;
+	if (kind == DP_TENSOR)
+		b_input(p, name, NULL, l);
+}
+
+void b_guard(P *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l)
+{
+	Decomp *d = p->decomp;
+	if (!d)
+		return;
+	DParam *dp = find_dparam(d, name);
+	if (!dp || (dp->kind == DP_TENSOR) != is_value)
+		diag_error(b_loc(p, l), "guard names %s%s, which is not a parameter of this decomposition",
+			   is_value ? "%" : "$", sym_str(name));
+	Guard *ng = ARENA_ARRAY(p->a, Guard, d->nguard + 1);
+	if (d->nguard)
+		memcpy(ng, d->guards, d->nguard * sizeof *ng);
+	ng[d->nguard++] = (Guard){ name, (uint8_t)negate, lit, b_loc(p, l) };
+	d->guards = ng;
+}
+
+void b_decomp_end(P *p, YYLTYPE l)
+{
+	b_graph_end(p, l);
+	p->decomp = NULL;
+}
+
+/* ---- argument values ---------------------------------------------------- */
+Arg b_value_ref(P *p, Sym name, YYLTYPE l)
+{
+	Entry *e = tab_find(p->tab, name);
+	if (e)
+		return (Arg){ .kind = A_VALUE, .u.v = e->v };
+	VEC_PUSH(p->a, p->tab->pending, ((Pending){ name, b_loc(p, l) }));
+	return (Arg){ .kind = A_NONE };
+}
+
+Arg b_param_ref(P *p, Sym name, YYLTYPE l)
+{
+	if (!p->decomp)
+		diag_error(b_loc(p, l), "$%s: literal parameters exist only in decompositions", sym_str(name));
+	else if (!find_dparam(p->decomp, name) || find_dparam(p->decomp, name)->kind != DP_LITERAL)
+		diag_error(b_loc(p, l), "unknown literal parameter $%s", sym_str(name));
+	return (Arg){ .kind = A_PARAM, .u.sym = name };
+}
+
+Arg b_attr_ref(P *p, Sym name, YYLTYPE l)
+{
+	Func *f = p->func;
+	int ok = 0;
+	for (uint32_t i = 0; f && i < f->nattr; i++)
+		ok |= f->attrs[i] == name;
+	if (!f)
+		diag_error(b_loc(p, l), "@%s: attribute references exist only in functions", sym_str(name));
+	else if (!ok)
+		diag_error(b_loc(p, l), "@%s is not an attribute of function %s", sym_str(name), sym_str(f->name));
+	return (Arg){ .kind = A_ATTRREF, .u.sym = name };
+}
+
+Arg b_list(P *p, ArgVec *v)
+{
+	(void)p;
+	return (Arg){ .kind = A_LIST, .n = v->n, .u.list = v->v };
+}
+
+Arg b_empty_list(P *p, Sym kind, YYLTYPE l)
+{
+	static const struct { const char *name; uint8_t kind; } kinds[] = {
+		{ "int", A_INT }, { "float", A_FLOAT }, { "string", A_STR },
+		{ "tensor", A_TENSOR }, { "graph", A_GRAPH }, { "type", A_TYPE },
+	};
+	Arg a = { .kind = A_LIST };
+	if (!kind)
+		return a;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(sym_str(kind), kinds[i].name) == 0)
+			a.elem = kinds[i].kind;
+	if (!a.elem)
+		diag_error(b_loc(p, l), "unknown list kind '%s' (expected int, float, string, tensor, graph or type)",
+			   sym_str(kind));
+	return a;
+}
+
+Arg b_hex(P *p, Str s)
+{
+	(void)p;
+	return (Arg){ .kind = A_STR, .elem = 1, .u.s = s };  /* elem 1 marks hex bytes */
+}
+
+Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked)
+{
+	int32_t rank = !ranked ? -1 : dims ? (int32_t)dims->n : 0;
+	return type_tensor(p->a, (DType)dt, rank, dims ? dims->v : NULL);
+}
+
+Type *b_wrap_type(P *p, int kind, Type *elem) { return type_wrap(p->a, (TypeKind)kind, elem); }
+
+/* ---- parse entry -------------------------------------------------------- */
+Module *parse_fxir(const char *file, const char *text, size_t len)
+{
+	diag_add_source(sym_cstr(file), text, len);
+	return parse_fxir_at(file, text, len, 1);
+}
+
+Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t first_line)
+{
+	P p = { 0 };
+	SymTab tab = { 0 };
+	char *copy = NULL;
+	if (text[len] != 0) {   /* the lexer needs a NUL sentinel at the end */
+		copy = malloc(len + 1);
+		if (!copy)
+			ONNXC_BUG("out of memory");
+		memcpy(copy, text, len);
+		copy[len] = 0;
+		text = copy;
+	}
+	int errors = diag_error_count();
+	p.file = sym_cstr(file);
+	p.m = module_new(0);
+	p.m->file = p.file;
+	p.a = &p.m->arena;
+	p.tab = &tab;
+	p.opsets = &p.m->opsets;
+	p.lex = (Lexer){ .cur = text, .lim = text + len, .bol = text, .line = first_line };
+	int rc = yyparse(&p);
+	free(copy);
+	if (rc == 0 && p.m->graphs.n + p.m->funcs.n + p.m->decomps.n == 0 && diag_error_count() == errors)
+		diag_error((Loc){ p.file, first_line, 1 }, "no graph, function or decomposition in input");
+	if (rc != 0 || diag_error_count() != errors) {
+		module_free(p.m);
+		return NULL;
+	}
+	return p.m;
+}
+
+char *read_file(const char *path, size_t *len)
+{
+	Sym f = sym_cstr(path);
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		diag_error((Loc){ f, 0, 0 }, fd < 0 ? "cannot open file" : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	size_t n = (size_t)st.st_size;
+	char *buf = malloc(n + 1);
+	size_t got = 0;
+	while (buf && got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (!buf || got != n) {
+		diag_error((Loc){ f, 0, 0 }, "cannot read file");
+		free(buf);
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* ---- tensor literals ---------------------------------------------------- */
+static void flatten(P *p, const Arg *a, ArgVec *out)
+{
+	if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			flatten(p, &a->u.list[i], out);
+	else
+		VEC_PUSH(p->a, *out, *a);
+}
+
+static int fill_strings(P *p, Tensor *t, ArgVec *el, Loc loc)
+{
+	t->strs = ARENA_ARRAY(p->a, Str, el->n ? el->n : 1);
+	for (uint32_t i = 0; i < el->n; i++) {
+		if (el->v[i].kind != A_STR || el->v[i].elem) {
+			diag_error(loc, "a str tensor holds strings");
+			return 0;
+		}
+		t->strs[i] = el->v[i].u.s;
+	}
+	return 1;
+}
+
+static int fill_numbers(P *p, Tensor *t, ArgVec *el, Loc loc)
+{
+	DType dt = (DType)t->type->dtype;
+	uint8_t *d = arena_alloc(p->a, t->nbytes ? t->nbytes : 1);
+	if (!dtype_is_float(dt) && !dtype_is_int(dt)) {
+		diag_error(loc, "%s tensors must be written as hex bytes (x\"...\")", dtype_name(dt));
+		return 0;
+	}
+	for (uint32_t i = 0; i < el->n; i++) {
+		Arg *e = &el->v[i];
+		int is_int = e->kind == A_INT || e->kind == A_BOOL;
+		if ((!is_int && e->kind != A_FLOAT) ||
+		    !tensor_put(dt, d, i, e->u.f, e->u.i, is_int)) {
+			diag_error(loc, "element %u does not fit a %s tensor", i, dtype_name(dt));
+			return 0;
+		}
+	}
+	t->data = d;
+	return 1;
+}
+
+Arg b_tensor(P *p, Type *ty, Arg *data, YYLTYPE lt, YYLTYPE ld)
+{
+	Loc loc = b_loc(p, ld);
+	int64_t numel = type_numel(ty);
+	if (ty->kind != TY_TENSOR || numel < 0) {
+		diag_error(b_loc(p, lt), "a tensor literal needs a tensor type with every dimension known");
+		return (Arg){ .kind = A_NONE };
+	}
+	Tensor *t = ARENA_NEW(p->a, Tensor);
+	t->type = ty;
+	DType dt = (DType)ty->dtype;
+	t->nbytes = dt == DT_STR ? 0 : tensor_nbytes(dt, numel);
+	if (data->kind == A_STR && data->elem) {         /* hex bytes */
+		if (dt == DT_STR)
+			diag_error(loc, "a str tensor cannot be given as hex bytes");
+		else if (data->u.s.n != t->nbytes)
+			diag_error(loc, "hex data has %u bytes, %s needs %zu", data->u.s.n, dtype_name(dt), t->nbytes);
+		t->data = (const uint8_t *)data->u.s.s;
+		return (Arg){ .kind = A_TENSOR, .u.t = t };
+	}
+	ArgVec el = { 0 };
+	flatten(p, data, &el);
+	if ((int64_t)el.n != numel) {
+		diag_error(loc, "tensor literal has %u element%s, its type needs %lld", el.n, el.n == 1 ? "" : "s",
+			   (long long)numel);
+		return (Arg){ .kind = A_NONE };
+	}
+	if (!(dt == DT_STR ? fill_strings(p, t, &el, loc) : fill_numbers(p, t, &el, loc)))
+		return (Arg){ .kind = A_NONE };
+	return (Arg){ .kind = A_TENSOR, .u.t = t };
+}
+
+char *read_stdin(size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	for (size_t r; buf && (r = fread(buf + n, 1, cap - n - 1, stdin)) > 0;) {
+		n += r;
+		if (cap - n - 1 == 0) {
+			char *nb = realloc(buf, cap *= 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	if (!buf || ferror(stdin)) {
+		diag_error((Loc){ sym_cstr("<stdin>"), 0, 0 }, "cannot read standard input");
+		free(buf);
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}

@@ -1,0 +1,418 @@
+/* parser.y - the .fxir grammar (bison, pure, with locations).
+ *
+ * Actions only gather pieces; building and checking the IR is parse.c's
+ * job (the b_* functions).  Newlines do not end statements; after a syntax
+ * error the lexer skips to the next line (lexer.re) and the `error` rules
+ * below resume there, so one run reports many errors. */
+
+%code requires {
+#include "ir.h"
+
+typedef struct OpName { Sym dom, name; } OpName;
+typedef VEC(Arg) ArgVec;
+typedef VEC(Named) NamedVec;
+typedef VEC(Type *) TypeVec;
+typedef VEC(Dim) DimVec;
+typedef VEC(Sym) SymVec;
+typedef VEC(ScopeEntry) ScopeVec;
+typedef VEC(MetaProp) MetaVec;
+typedef struct Call { OpName op; ArgVec pos; NamedVec kw; } Call;
+typedef struct Trailers {
+	Prov prov;
+	int has_prov;
+	Sym node_name;
+	Str doc;
+	ScopeVec scope;
+	MetaVec meta;
+} Trailers;
+
+typedef struct Lexer {
+	const char *cur, *lim, *tok, *bol;
+	uint32_t line, prev_line;
+	int first_on_line, last_tok;
+} Lexer;
+
+typedef struct SymTab SymTab;
+typedef struct P {
+	Module *m;
+	Arena *a;
+	Sym file;
+	Lexer lex;
+	int skipping, skip_depth;
+	Graph *g;                   /* graph being parsed */
+	Func *func;                 /* function being parsed, if any */
+	Decomp *decomp;             /* decomposition being parsed, if any */
+	int returned;               /* the current graph has had its return */
+	SymTab *tab;
+	OpsetVec *opsets;           /* where `opset` lines go */
+} P;
+}
+
+%code provides {
+int yylex(YYSTYPE *lval, YYLTYPE *lloc, P *p);
+void yyerror(YYLTYPE *lloc, P *p, const char *msg);
+Loc b_loc(P *p, YYLTYPE l);
+void b_module_name(P *p, Sym name);
+void b_weights(P *p, Str file, YYLTYPE l);
+void b_opset(P *p, Sym dom, int64_t v, YYLTYPE l);
+void b_module_meta(P *p, MetaVec *kv);
+void b_module_doc(P *p, Str s);
+Graph *b_graph_begin(P *p, Sym name, YYLTYPE l);
+void b_graph_end(P *p, YYLTYPE l);
+Graph *b_subgraph_begin(P *p, YYLTYPE l);
+Graph *b_subgraph_end(P *p);
+void b_graph_abandon(P *p, Graph *g);
+void b_input(P *p, Sym name, Type *t, YYLTYPE l);
+void b_outsig(P *p, TypeVec *t);
+void b_graph_meta(P *p, MetaVec *kv);
+void b_graph_doc(P *p, Str s);
+void b_init(P *p, int kind, Sym name, Type *t, Str key, YYLTYPE l);
+void b_const(P *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld);
+void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr);
+void b_return(P *p, SymVec *vals, YYLTYPE l);
+void b_stmt_after_return(P *p, YYLTYPE l);
+Func *b_func_begin(P *p, OpName op, YYLTYPE l);
+void b_func_attrs(P *p, SymVec *names);
+void b_func_end(P *p, YYLTYPE l);
+Decomp *b_decomp_begin(P *p, OpName op, YYLTYPE l);
+void b_dparam(P *p, int kind, Sym name, Arg *deflt, YYLTYPE l);
+void b_guard(P *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l);
+void b_decomp_end(P *p, YYLTYPE l);
+Arg b_value_ref(P *p, Sym name, YYLTYPE l);
+Arg b_param_ref(P *p, Sym name, YYLTYPE l);
+Arg b_attr_ref(P *p, Sym name, YYLTYPE l);
+Arg b_list(P *p, ArgVec *v);
+Arg b_empty_list(P *p, Sym kind, YYLTYPE l);
+Arg b_tensor(P *p, Type *t, Arg *data, YYLTYPE lt, YYLTYPE ld);
+Arg b_hex(P *p, Str s);
+Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked);
+Type *b_wrap_type(P *p, int kind, Type *elem);
+void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l);
+void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col);
+}
+
+%define api.pure full
+%define parse.error detailed
+%locations
+%lex-param {P *p}
+%parse-param {P *p}
+
+%union {
+	int64_t i;
+	double f;
+	Sym sym;
+	Str str;
+	OpName op;
+	Arg arg;
+	Type *type;
+	Dim dim;
+	ArgVec *args;
+	TypeVec *types;
+	DimVec *dims;
+	SymVec *syms;
+	Call *call;
+	Trailers *tr;
+	MetaVec *meta;
+	ScopeVec *scopes;
+	Graph *graph;
+	Func *func;
+	Decomp *decomp;
+}
+
+%token <sym> VALNAME "value name" SYMNAME "@name" PARAMNAME "$name" IDENT "identifier"
+%token <op> OPNAME "op name"
+%token <i> INT "integer" DTYPE "dtype"
+%token <f> FLOAT "float"
+%token <str> STRING "string" HEXSTR "hex string"
+%token KW_MODULE "module" KW_GRAPH "graph" KW_FUNC "func" KW_DECOMP "decomp"
+%token KW_WEIGHTS "weights" KW_OPSET "opset" KW_PARAM "param" KW_BUFFER "buffer"
+%token KW_CONST "const" KW_RETURN "return" KW_WHERE "where" KW_NONE "none"
+%token KW_TRUE "true" KW_FALSE "false" KW_TENSOR "tensor" KW_SEQ "seq" KW_OPT "opt"
+%token KW_SCOPE "scope" KW_LOC "loc" KW_TRACE "trace" KW_NAME "name" KW_DOC "doc"
+%token KW_META "meta" KW_ATTRS "attrs" KW_TYPE "type"
+%token ARROW "->" EQEQ "==" NEQ "!=" UNDERSCORE "_"
+
+%type <arg> value literal tdata
+%type <args> values
+%type <type> type otype
+%type <types> otypes rtypes_opt
+%type <dim> dim
+%type <dims> dims
+%type <syms> results retvals idents
+%type <call> call args
+%type <tr> trailers
+%type <meta> kvs
+%type <scopes> scopes
+%type <sym> kwname
+%type <graph> graph_head subgraph_head
+%type <func> func_head
+%type <decomp> decomp_head
+
+%destructor { b_graph_abandon(p, $$); } <graph>
+
+%%
+
+file
+	: "module" SYMNAME { b_module_name(p, $2); } '{' items '}'
+	| items
+	;
+
+items
+	: %empty
+	| items item
+	;
+
+item
+	: "weights" STRING                  { b_weights(p, $2, @2); }
+	| "opset" IDENT INT                 { b_opset(p, $2, $3, @$); }
+	| "meta" '(' kvs ')'                { b_module_meta(p, $3); }
+	| "doc" '(' STRING ')'              { b_module_doc(p, $3); }
+	| graph_head '{' body '}'           { (void)$1; b_graph_end(p, @4); }
+	| func_head '{' body '}'            { b_func_end(p, @4); }
+	| decomp_head '{' body '}'          { b_decomp_end(p, @4); }
+	| error
+	;
+
+graph_head
+	: "graph" SYMNAME <graph>{ $$ = b_graph_begin(p, $2, @2); } '(' params_opt ')' outsig_opt gtrailers
+	                                    { $$ = $3; }
+	;
+
+params_opt
+	: %empty
+	| params
+	;
+
+params
+	: param
+	| params ',' param
+	;
+
+param
+	: VALNAME                           { b_input(p, $1, NULL, @1); }
+	| VALNAME ':' type                  { b_input(p, $1, $3, @1); }
+	;
+
+outsig_opt
+	: %empty
+	| "->" '(' ')'                      { b_outsig(p, NULL); }
+	| "->" '(' otypes ')'               { b_outsig(p, $3); }
+	;
+
+otypes
+	: otype                             { $$ = ARENA_NEW(p->a, TypeVec); VEC_PUSH(p->a, *$$, $1); }
+	| otypes ',' otype                  { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	;
+
+otype
+	: type
+	| '?'                               { $$ = NULL; }
+	;
+
+gtrailers
+	: %empty
+	| gtrailers "meta" '(' kvs ')'      { b_graph_meta(p, $4); }
+	| gtrailers "doc" '(' STRING ')'    { b_graph_doc(p, $4); }
+	;
+
+type
+	: DTYPE                             { $$ = b_tensor_type(p, $1, NULL, 0); }
+	| DTYPE '[' ']'                     { $$ = b_tensor_type(p, $1, NULL, 1); }
+	| DTYPE '[' dims ']'                { $$ = b_tensor_type(p, $1, $3, 1); }
+	| "seq" '<' type '>'                { $$ = b_wrap_type(p, TY_SEQ, $3); }
+	| "opt" '<' type '>'                { $$ = b_wrap_type(p, TY_OPT, $3); }
+	;
+
+dims
+	: dim                               { $$ = ARENA_NEW(p->a, DimVec); VEC_PUSH(p->a, *$$, $1); }
+	| dims ',' dim                      { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	;
+
+dim
+	: INT                               { if ($1 < 0) diag_error(b_loc(p, @1), "dimension must not be negative (use ? for unknown)");
+	                                      $$ = (Dim){ $1 < 0 ? -1 : $1, 0 }; }
+	| IDENT                             { $$ = (Dim){ -1, $1 }; }
+	| STRING                            { $$ = (Dim){ -1, $1.n ? sym_intern($1.s, $1.n) : 0 }; }
+	| '?'                               { $$ = (Dim){ -1, 0 }; }
+	;
+
+body
+	: %empty
+	| body stmt
+	;
+
+stmt
+	: "param" VALNAME ':' type '=' STRING    { b_init(p, VK_PARAM, $2, $4, $6, @2); }
+	| "buffer" VALNAME ':' type '=' STRING   { b_init(p, VK_BUFFER, $2, $4, $6, @2); }
+	| "const" VALNAME ':' type '=' tdata     { b_const(p, $2, $4, &$6, @2, @6); }
+	| "opset" IDENT INT                      { b_opset(p, $2, $3, @$); }
+	| results '=' call rtypes_opt trailers   { b_node(p, $1, $3, $4, $5, @3, @1); }
+	| call rtypes_opt trailers               { b_node(p, NULL, $1, $2, $3, @1, @1); }
+	| "return" retvals                       { b_return(p, $2, @1); }
+	| "return" '(' retvals ')'               { b_return(p, $3, @1); }
+	| "return" '(' ')'                       { b_return(p, NULL, @1); }
+	| error
+	;
+
+retvals
+	: VALNAME                           { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, $1); }
+	| retvals ',' VALNAME               { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	;
+
+results
+	: VALNAME                           { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, $1); }
+	| "_"                               { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, 0); }
+	| results ',' VALNAME               { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	| results ',' "_"                   { $$ = $1; VEC_PUSH(p->a, *$$, 0); }
+	;
+
+call
+	: OPNAME '(' ')'                    { $$ = ARENA_NEW(p->a, Call); $$->op = $1; }
+	| OPNAME '(' args ')'               { $$ = $3; $$->op = $1; }
+	;
+
+args
+	: value                             { $$ = ARENA_NEW(p->a, Call); b_call_arg(p, $$, 0, $1, @1); }
+	| kwname '=' value                  { $$ = ARENA_NEW(p->a, Call); b_call_arg(p, $$, $1, $3, @1); }
+	| args ',' value                    { $$ = $1; b_call_arg(p, $$, 0, $3, @3); }
+	| args ',' kwname '=' value         { $$ = $1; b_call_arg(p, $$, $3, $5, @3); }
+	;
+
+kwname
+	: IDENT
+	| "name"                            { $$ = sym_cstr("name"); }
+	| "doc"                             { $$ = sym_cstr("doc"); }
+	| "meta"                            { $$ = sym_cstr("meta"); }
+	| "scope"                           { $$ = sym_cstr("scope"); }
+	| "loc"                             { $$ = sym_cstr("loc"); }
+	| "trace"                           { $$ = sym_cstr("trace"); }
+	| "seq"                             { $$ = sym_cstr("seq"); }
+	| "opt"                             { $$ = sym_cstr("opt"); }
+	| "attrs"                           { $$ = sym_cstr("attrs"); }
+	;
+
+rtypes_opt
+	: %empty                            { $$ = NULL; }
+	| ':' otypes                        { $$ = $2; }
+	;
+
+trailers
+	: %empty                            { $$ = ARENA_NEW(p->a, Trailers); }
+	| trailers "scope" '(' ')'          { $$ = $1; $$->has_prov = 1; }
+	| trailers "scope" '(' scopes ')'   { $$ = $1; $$->scope = *$4; $$->has_prov = 1; }
+	| trailers "loc" '(' STRING ':' INT ')'          { $$ = $1; b_trailer_loc(p, $$, $4, $6, 0); }
+	| trailers "loc" '(' STRING ':' INT ':' INT ')'  { $$ = $1; b_trailer_loc(p, $$, $4, $6, $8); }
+	| trailers "trace" '(' STRING ')'   { $$ = $1; $$->prov.trace = $4; $$->has_prov = 1; }
+	| trailers "name" '(' STRING ')'    { $$ = $1; $$->node_name = sym_intern($4.s, $4.n); }
+	| trailers "doc" '(' STRING ')'     { $$ = $1; $$->doc = $4; }
+	| trailers "meta" '(' kvs ')'       { $$ = $1; $$->meta = *$4; $$->has_prov = 1; }
+	;
+
+scopes
+	: STRING ':' STRING                 { $$ = ARENA_NEW(p->a, ScopeVec);
+	                                      VEC_PUSH(p->a, *$$, ((ScopeEntry){ sym_intern($1.s, $1.n), sym_intern($3.s, $3.n) })); }
+	| scopes ',' STRING ':' STRING      { $$ = $1;
+	                                      VEC_PUSH(p->a, *$$, ((ScopeEntry){ sym_intern($3.s, $3.n), sym_intern($5.s, $5.n) })); }
+	;
+
+kvs
+	: %empty                            { $$ = ARENA_NEW(p->a, MetaVec); }
+	| STRING ':' STRING                 { $$ = ARENA_NEW(p->a, MetaVec); VEC_PUSH(p->a, *$$, ((MetaProp){ $1, $3 })); }
+	| kvs ',' STRING ':' STRING         { $$ = $1; VEC_PUSH(p->a, *$$, ((MetaProp){ $3, $5 })); }
+	;
+
+value
+	: literal
+	| VALNAME                           { $$ = b_value_ref(p, $1, @1); }
+	| PARAMNAME                         { $$ = b_param_ref(p, $1, @1); }
+	| SYMNAME                           { $$ = b_attr_ref(p, $1, @1); }
+	| "tensor" '(' type ',' tdata ')'   { $$ = b_tensor(p, $3, &$5, @3, @5); }
+	| "type" '(' type ')'               { $$ = (Arg){ .kind = A_TYPE, .u.ty = $3 }; }
+	| subgraph_head '{' body '}'        { (void)$1; $$ = (Arg){ .kind = A_GRAPH, .u.g = b_subgraph_end(p) }; }
+	;
+
+literal
+	: INT                               { $$ = (Arg){ .kind = A_INT, .u.i = $1 }; }
+	| FLOAT                             { $$ = (Arg){ .kind = A_FLOAT, .u.f = $1 }; }
+	| "true"                            { $$ = (Arg){ .kind = A_BOOL, .u.i = 1 }; }
+	| "false"                           { $$ = (Arg){ .kind = A_BOOL, .u.i = 0 }; }
+	| "none"                            { $$ = (Arg){ .kind = A_NONE }; }
+	| STRING                            { $$ = (Arg){ .kind = A_STR, .u.s = $1 }; }
+	| DTYPE                             { $$ = (Arg){ .kind = A_DTYPE, .u.i = $1 }; }
+	| IDENT                             { $$ = (Arg){ .kind = A_IDENT, .u.sym = $1 }; }
+	| '[' ']'                           { $$ = b_empty_list(p, 0, @$); }
+	| '[' ':' IDENT ']'                 { $$ = b_empty_list(p, $3, @3); }
+	| '[' values ']'                    { $$ = b_list(p, $2); }
+	;
+
+values
+	: value                             { $$ = ARENA_NEW(p->a, ArgVec); VEC_PUSH(p->a, *$$, $1); }
+	| values ',' value                  { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	;
+
+tdata
+	: value
+	| HEXSTR                            { $$ = b_hex(p, $1); }
+	;
+
+subgraph_head
+	: "graph" <graph>{ $$ = b_subgraph_begin(p, @1); } '(' params_opt ')' outsig_opt
+	                                    { $$ = $2; }
+	;
+
+func_head
+	: "func" OPNAME <func>{ $$ = b_func_begin(p, $2, @2); } '(' params_opt ')' outsig_opt attrs_opt
+	                                    { $$ = $3; }
+	;
+
+attrs_opt
+	: %empty
+	| "attrs" '(' ')'
+	| "attrs" '(' idents ')'            { b_func_attrs(p, $3); }
+	;
+
+idents
+	: IDENT                             { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, $1); }
+	| idents ',' IDENT                  { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	;
+
+decomp_head
+	: "decomp" OPNAME <decomp>{ $$ = b_decomp_begin(p, $2, @2); } '(' dparams_opt ')' where_opt
+	                                    { $$ = $3; }
+	;
+
+dparams_opt
+	: %empty
+	| dparams
+	;
+
+dparams
+	: dparam
+	| dparams ',' dparam
+	;
+
+dparam
+	: VALNAME                           { b_dparam(p, DP_TENSOR, $1, NULL, @1); }
+	| VALNAME '=' "none"                { Arg n = { .kind = A_NONE }; b_dparam(p, DP_TENSOR, $1, &n, @1); }
+	| PARAMNAME                         { b_dparam(p, DP_LITERAL, $1, NULL, @1); }
+	| PARAMNAME '=' literal             { b_dparam(p, DP_LITERAL, $1, &$3, @1); }
+	;
+
+where_opt
+	: %empty
+	| "where" guards
+	;
+
+guards
+	: guard
+	| guards ',' guard
+	;
+
+guard
+	: PARAMNAME "==" literal            { b_guard(p, $1, 0, 0, $3, @1); }
+	| PARAMNAME "!=" literal            { b_guard(p, $1, 0, 1, $3, @1); }
+	| VALNAME "==" "none"               { b_guard(p, $1, 1, 0, (Arg){ .kind = A_NONE }, @1); }
+	| VALNAME "!=" "none"               { b_guard(p, $1, 1, 1, (Arg){ .kind = A_NONE }, @1); }
+	;
+
+%%

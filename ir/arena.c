@@ -1,0 +1,85 @@
+/* arena.c - bump allocation.  Chunks grow geometrically so a module of n
+ * nodes costs O(log n) mallocs; large requests get a chunk of their own. */
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+
+struct ArenaChunk {
+	ArenaChunk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+enum { CHUNK_MIN = 64 * 1024 };
+
+static ArenaChunk *chunk_new(size_t cap)
+{
+	ArenaChunk *c = malloc(sizeof *c + cap);
+	if (!c) {
+		fprintf(stderr, "onnxc: out of memory\n");
+		exit(1);
+	}
+	c->next = NULL;
+	c->used = 0;
+	c->cap = cap;
+	return c;
+}
+
+void *arena_alloc(Arena *a, size_t n)
+{
+	n = (n + 7) & ~(size_t)7;
+	ArenaChunk *c = a->head;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = a->total < CHUNK_MIN ? CHUNK_MIN : a->total;
+		if (cap < n)
+			cap = n;
+		c = chunk_new(cap);
+		c->next = a->head;
+		a->head = c;
+		a->total += cap;
+	}
+	void *p = (char *)c->data + c->used;
+	c->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n)
+{
+	char *p = arena_alloc(a, n + 1);
+	if (n)
+		memcpy(p, s, n);
+	return p;
+}
+
+void *arena_dup(Arena *a, const void *p, size_t n)
+{
+	void *q = arena_alloc(a, n);
+	if (n)
+		memcpy(q, p, n);
+	return q;
+}
+
+void *arena_grow(Arena *a, void *p, uint32_t *cap, uint32_t need, size_t sz)
+{
+	uint32_t ncap = *cap ? *cap : 4;
+	while (ncap < need)
+		ncap *= 2;
+	void *q = arena_alloc(a, ncap * sz);
+	if (p && *cap)
+		memcpy(q, p, *cap * sz);
+	*cap = ncap;
+	return q;
+}
+
+void arena_free(Arena *a)
+{
+	ArenaChunk *c = a->head;
+	while (c) {
+		ArenaChunk *next = c->next;
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+	a->total = 0;
+}

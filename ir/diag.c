@@ -1,0 +1,121 @@
+/* diag.c - diagnostics: `file:line:col: error: message`, then the source
+ * line and a caret under the column.  Messages are printed as they come,
+ * or kept for -verify-diagnostics.  After max_errors errors, diag_too_many()
+ * tells readers to stop. */
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+
+typedef struct { Sym file; const char *text; size_t len; } Source;
+
+static VEC(Source) sources;
+static Arena diag_arena;
+static VEC(Diag) kept;
+static int collect, nerrors, max_errors = 20;
+static FILE *stream;
+
+void onnxc_bug(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "onnxc: internal error at %s:%d: ", file, line);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+void diag_add_source(Sym file, const char *text, size_t len)
+{
+	for (uint32_t i = 0; i < sources.n; i++)
+		if (sources.v[i].file == file) {
+			sources.v[i].text = text;
+			sources.v[i].len = len;
+			return;
+		}
+	VEC_PUSH(&diag_arena, sources, ((Source){ file, text, len }));
+}
+
+static const Source *find_source(Sym file)
+{
+	for (uint32_t i = sources.n; i-- > 0;)
+		if (sources.v[i].file == file)
+			return &sources.v[i];
+	return NULL;
+}
+
+/* Prints line `line` of the source and a caret under column `col`.  Tabs
+ * are kept in the caret line so it lines up in a terminal. */
+static void show_line(FILE *f, Loc loc)
+{
+	const Source *s = find_source(loc.file);
+	if (!s || loc.line == 0)
+		return;
+	const char *p = s->text, *end = s->text + s->len;
+	for (uint32_t l = 1; l < loc.line && p < end; p++)
+		if (*p == '\n')
+			l++;
+	if (p >= end && loc.line > 1)
+		return;
+	const char *e = memchr(p, '\n', (size_t)(end - p));
+	if (!e)
+		e = end;
+	fprintf(f, "%.*s\n", (int)(e - p), p);
+	for (uint32_t c = 1; c < loc.col && p + c - 1 < e; c++)
+		fputc(p[c - 1] == '\t' ? '\t' : ' ', f);
+	fputs("^\n", f);
+}
+
+static const char *kind_name(DiagKind k)
+{
+	return k == DIAG_ERROR ? "error" : k == DIAG_WARNING ? "warning" : "note";
+}
+
+void diag_emitv(DiagKind k, Loc loc, const char *fmt, va_list ap)
+{
+	if (k == DIAG_ERROR)
+		nerrors++;
+	char buf[1024];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	if (collect) {
+		Diag d = { k, loc, arena_strndup(&diag_arena, buf, strlen(buf)) };
+		VEC_PUSH(&diag_arena, kept, d);
+		return;
+	}
+	FILE *f = stream ? stream : stderr;
+	if (loc.file && loc.line)
+		fprintf(f, "%s:%u:%u: ", sym_str(loc.file), loc.line, loc.col);
+	else if (loc.file)
+		fprintf(f, "%s: ", sym_str(loc.file));
+	else
+		fputs("onnxc: ", f);
+	fprintf(f, "%s: %s\n", kind_name(k), buf);
+	show_line(f, loc);
+	if (k == DIAG_ERROR && nerrors == max_errors)
+		fprintf(f, "onnxc: too many errors (%d), stopping\n", max_errors);
+}
+
+#define DIAG_FN(fn, kind) \
+	void fn(Loc loc, const char *fmt, ...) \
+	{ va_list ap; va_start(ap, fmt); diag_emitv(kind, loc, fmt, ap); va_end(ap); }
+DIAG_FN(diag_error, DIAG_ERROR)
+DIAG_FN(diag_warning, DIAG_WARNING)
+DIAG_FN(diag_note, DIAG_NOTE)
+
+int diag_error_count(void) { return nerrors; }
+int diag_too_many(void) { return max_errors > 0 && nerrors >= max_errors; }
+void diag_set_collect(int on) { collect = on; }
+void diag_set_max_errors(int n) { max_errors = n; }
+void diag_set_stream(FILE *f) { stream = f; }
+
+const Diag *diag_collected(size_t *n)
+{
+	*n = kept.n;
+	return kept.v;
+}
+
+void diag_clear(void)
+{
+	kept.n = 0;
+	nerrors = 0;
+}

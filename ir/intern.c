@@ -1,0 +1,67 @@
+/* intern.c - process-wide interned names.  Open addressing on an FNV-1a
+ * hash; Sym is the index into the string table, 0 meaning "no name". */
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+
+typedef struct { const char *s; size_t n; } Entry;
+
+static Entry *tab;              /* tab[0] unused */
+static uint32_t ntab, captab;
+static uint32_t *slots;         /* hash slot -> Sym */
+static uint32_t nslots;
+static Arena strings;
+
+static uint32_t hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+static void rehash(void)
+{
+	uint32_t n = nslots ? nslots * 2 : 1024;
+	uint32_t *ns = calloc(n, sizeof *ns);
+	if (!ns)
+		ONNXC_BUG("out of memory");
+	for (uint32_t i = 1; i < ntab; i++) {
+		uint32_t h = hash(tab[i].s, tab[i].n) & (n - 1);
+		while (ns[h])
+			h = (h + 1) & (n - 1);
+		ns[h] = i;
+	}
+	free(slots);
+	slots = ns;
+	nslots = n;
+}
+
+Sym sym_intern(const char *s, size_t n)
+{
+	if (ntab == 0)
+		ntab = 1;
+	if ((ntab + 1) * 2 > nslots)
+		rehash();
+	uint32_t h = hash(s, n) & (nslots - 1);
+	for (; slots[h]; h = (h + 1) & (nslots - 1)) {
+		Entry *e = &tab[slots[h]];
+		if (e->n == n && memcmp(e->s, s, n) == 0)
+			return slots[h];
+	}
+	if (ntab >= captab) {
+		captab = captab ? captab * 2 : 1024;
+		tab = realloc(tab, captab * sizeof *tab);
+		if (!tab)
+			ONNXC_BUG("out of memory");
+	}
+	tab[ntab] = (Entry){ arena_strndup(&strings, s, n), n };
+	slots[h] = ntab;
+	return ntab++;
+}
+
+Sym sym_cstr(const char *s) { return sym_intern(s, strlen(s)); }
+
+const char *sym_str(Sym s) { return s && s < ntab ? tab[s].s : ""; }
+
+size_t sym_len(Sym s) { return s && s < ntab ? tab[s].n : 0; }

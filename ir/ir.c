@@ -1,0 +1,162 @@
+/* ir.c - building and editing modules, graphs, nodes and values. */
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+
+Module *module_new(Sym name)
+{
+	Module *m = calloc(1, sizeof *m);
+	if (!m)
+		ONNXC_BUG("out of memory");
+	m->name = name;
+	VEC_PUSH(&m->arena, m->vals, ((Value){ 0 }));  /* VNONE */
+	return m;
+}
+
+void module_free(Module *m)
+{
+	if (!m)
+		return;
+	arena_free(&m->arena);
+	free(m);
+}
+
+Graph *graph_new(Module *m, Sym name, Graph *parent)
+{
+	Graph *g = ARENA_NEW(&m->arena, Graph);
+	g->name = name;
+	g->parent = parent;
+	return g;
+}
+
+ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind)
+{
+	Value v = { 0 };
+	v.name = name;
+	v.type = type;
+	v.kind = (uint8_t)kind;
+	VEC_PUSH(&m->arena, m->vals, v);
+	return m->vals.n - 1;
+}
+
+Node *node_new(Module *m, Sym domain, Sym name, uint32_t nres, uint32_t nargs, uint32_t nkw)
+{
+	Node *n = ARENA_NEW(&m->arena, Node);
+	n->domain = domain;
+	n->name = name;
+	n->op = op_lookup(domain, name);
+	n->nres = nres;
+	n->nargs = nargs;
+	n->nkw = nkw;
+	n->res = nres ? ARENA_ARRAY(&m->arena, ValueId, nres) : NULL;
+	n->args = nargs ? ARENA_ARRAY(&m->arena, Arg, nargs) : NULL;
+	n->kw = nkw ? ARENA_ARRAY(&m->arena, Named, nkw) : NULL;
+	return n;
+}
+
+void node_append(Graph *g, Node *n)
+{
+	n->graph = g;
+	n->prev = g->last;
+	n->next = NULL;
+	if (g->last)
+		g->last->next = n;
+	else
+		g->first = n;
+	g->last = n;
+	g->nnodes++;
+}
+
+void node_insert_before(Graph *g, Node *before, Node *n)
+{
+	if (!before) {
+		node_append(g, n);
+		return;
+	}
+	n->graph = g;
+	n->next = before;
+	n->prev = before->prev;
+	if (before->prev)
+		before->prev->next = n;
+	else
+		g->first = n;
+	before->prev = n;
+	g->nnodes++;
+}
+
+void node_remove(Graph *g, Node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		g->first = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		g->last = n->prev;
+	n->prev = n->next = NULL;
+	g->nnodes--;
+}
+
+void arg_each_value(const Arg *a, void (*f)(ValueId, void *), void *ctx)
+{
+	if (a->kind == A_VALUE)
+		f(a->u.v, ctx);
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			arg_each_value(&a->u.list[i], f, ctx);
+}
+
+void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		arg_each_value(&n->args[i], f, ctx);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		arg_each_value(&n->kw[i].val, f, ctx);
+}
+
+int node_has_flag(const Node *n, uint32_t flag)
+{
+	return (op_info[n->op].flags & flag) != 0;
+}
+
+const Named *node_kw(const Node *n, const char *name)
+{
+	Sym s = sym_cstr(name);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (n->kw[i].name == s)
+			return &n->kw[i];
+	return NULL;
+}
+
+static void replace_in_arg(Arg *a, ValueId from, ValueId to);
+static void replace_in_graph(Graph *g, ValueId from, ValueId to);
+
+static void replace_in_arg(Arg *a, ValueId from, ValueId to)
+{
+	if (a->kind == A_VALUE && a->u.v == from)
+		a->u.v = to;
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			replace_in_arg(&a->u.list[i], from, to);
+	else if (a->kind == A_GRAPH)
+		replace_in_graph(a->u.g, from, to);
+}
+
+static void replace_in_graph(Graph *g, ValueId from, ValueId to)
+{
+	for (Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs; i++)
+			replace_in_arg(&n->args[i], from, to);
+		for (uint32_t i = 0; i < n->nkw; i++)
+			replace_in_arg(&n->kw[i].val, from, to);
+	}
+	for (uint32_t i = 0; i < g->nout; i++)
+		if (g->out[i] == from)
+			g->out[i] = to;
+}
+
+void graph_replace_uses(Graph *g, ValueId from, ValueId to)
+{
+	replace_in_graph(g, from, to);
+}

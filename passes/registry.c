@@ -1,0 +1,62 @@
+/* registry.c - the pass table and pipeline strings. */
+#include <stdlib.h>
+#include <string.h>
+#include "passes.h"
+
+static const Pass passes[] = {
+	{ "dce", "remove nodes whose results are unused and that have no side effects", pass_dce },
+};
+
+enum { NPASSES = sizeof passes / sizeof passes[0] };
+
+const Pass *pass_lookup(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NPASSES; i++)
+		if (strlen(passes[i].name) == len && memcmp(passes[i].name, name, len) == 0)
+			return &passes[i];
+	return NULL;
+}
+
+const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
+
+/* -O0 lowers only; -O1 adds clean-ups; -O2 adds fusions.  A level names
+ * only passes that exist. */
+const char *pipeline_for_level(int level)
+{
+	switch (level) {
+	case 0: return "";
+	case 1: return "dce";
+	default: return "dce";
+	}
+}
+
+int pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen)
+{
+	memset(out, 0, sizeof *out);
+	while (*s) {
+		const char *e = strchr(s, ',');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		const Pass *p = pass_lookup(s, n);
+		if (!p) {
+			*bad = s;
+			*badlen = n;
+			pipeline_free(out);
+			return 0;
+		}
+		if (out->n == out->cap) {
+			out->cap = out->cap ? out->cap * 2 : 8;
+			out->v = realloc(out->v, out->cap * sizeof *out->v);
+			if (!out->v)
+				ONNXC_BUG("out of memory");
+		}
+		out->v[out->n++] = p;
+		s += n + (e != NULL);
+	}
+	return 1;
+}
+
+void pipeline_free(Pipeline *p)
+{
+	free(p->v);
+	memset(p, 0, sizeof *p);
+}
