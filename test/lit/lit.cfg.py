@@ -1,0 +1,54 @@
+# lit configuration for onnxc's tests.
+#
+# Run with:  /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv test/lit
+# Substitutions: %onnxc %decomps %examples %inputs %python %ort_run.
+# Features: asan (ONNXC_SANITIZE=1), ort (onnxruntime-node installed).
+# The binary under test is $ONNXC_BUILD (the onnxc binary, or a build
+# directory holding it), by default <repo>/build/onnxc.
+
+import os
+
+import lit.formats
+
+config.name = "onnxc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".fxir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "README.md", "CMakeLists.txt"]
+
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+repo = os.path.dirname(os.path.dirname(config.test_source_root))
+
+onnxc = os.environ.get("ONNXC_BUILD", os.path.join(repo, "build", "onnxc"))
+if os.path.isdir(onnxc):
+    onnxc = os.path.join(onnxc, "onnxc")
+onnxc = os.path.abspath(onnxc)
+build_dir = os.path.dirname(onnxc)
+config.test_exec_root = os.path.join(build_dir, "test", "lit")
+
+llvm_bin = "/usr/lib/llvm-19/bin"
+for tool in ("FileCheck", "not"):
+    if not os.path.exists(os.path.join(llvm_bin, tool)):
+        lit_config.warning("%s not found in %s (install llvm-19-tools)" % (tool, llvm_bin))
+if not os.path.exists(onnxc):
+    lit_config.warning("onnxc not found at %s: build it first" % onnxc)
+
+# FileCheck and not come from LLVM 19 whatever else is on PATH.
+config.environment["PATH"] = os.pathsep.join(
+    [llvm_bin, build_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "HOME", "TMPDIR"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%onnxc", onnxc))
+config.substitutions.append(("%decomps", os.path.join(repo, "decomps")))
+config.substitutions.append(("%examples", os.path.join(repo, "examples")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%ort_run", "node " + os.path.join(repo, "utils", "ort_run.js")))
+
+# `REQUIRES: ort` for tests that run a model in ONNX Runtime (utils/install-deps.sh).
+if os.path.exists(os.path.join(repo, "utils", "node", "node_modules", "onnxruntime-node")):
+    config.available_features.add("ort")
+
+if os.environ.get("ONNXC_SANITIZE") == "1":
+    config.available_features.add("asan")

@@ -1,0 +1,97 @@
+#!/bin/bash
+# Installs what onnxc needs to build and test, on Debian 12, as root.
+# Idempotent: steps already satisfied are skipped, so a second run is fast.
+#
+#   sudo bash utils/install-deps.sh
+#
+# Debian packages: the build (re2c, bison, protobuf-c, jansson, cmake), the
+# test tools (lit, FileCheck, not from llvm-19-tools), clang for libFuzzer,
+# torch/torchvision/onnx/numpy for the exporter and the end-to-end tests, and
+# ONNX's conformance test data. ONNX Runtime comes from the npm package
+# onnxruntime-node, pinned in utils/node/package-lock.json; its native library
+# ships inside the package, so install scripts are not run.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export DEBIAN_FRONTEND=noninteractive
+
+PACKAGES=(
+  build-essential cmake re2c bison protobuf-c-compiler libprotobuf-c-dev libjansson-dev
+  llvm-19-tools clang libclang-rt-14-dev
+  python3-torch python3-torchvision python3-onnx python3-numpy
+  libonnx-testdata hyperfine locales
+)
+
+say() { printf '== %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    exec sudo -E bash "$0" "$@"
+  fi
+  echo "install-deps.sh: run as root" >&2
+  exit 1
+fi
+
+# ---- Debian packages ----
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+if ! command -v node >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+elif ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get update"
+  apt-get update
+  say "apt-get install: ${missing[*]}"
+  apt-get install -y --no-install-recommends "${missing[@]}"
+else
+  say "Debian packages: all installed"
+fi
+
+# ---- locale: ONNX Runtime's StringNormalizer wants en_US.UTF-8 ----
+if locale -a 2>/dev/null | grep -qiE '^en_US\.utf-?8$'; then
+  say "locale en_US.UTF-8: present"
+else
+  say "locale en_US.UTF-8: generating"
+  sed -i -E 's/^# *(en_US\.UTF-8 UTF-8)/\1/' /etc/locale.gen
+  grep -q '^en_US.UTF-8 UTF-8' /etc/locale.gen || echo 'en_US.UTF-8 UTF-8' >> /etc/locale.gen
+  locale-gen
+fi
+
+# ---- clang can link libFuzzer ----
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/f.c" <<'EOF'
+#include <stddef.h>
+#include <stdint.h>
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }
+EOF
+if clang -fsanitize=fuzzer,address,undefined "$tmp/f.c" -o "$tmp/f" 2>"$tmp/err"; then
+  say "clang -fsanitize=fuzzer: links"
+else
+  say "clang -fsanitize=fuzzer: does NOT link (fuzzing will be skipped):"
+  cat "$tmp/err"
+fi
+
+# ---- ONNX Runtime for node ----
+NODE_DIR="$REPO/utils/node"
+want="$(node -e "console.log(require('$NODE_DIR/package.json').dependencies['onnxruntime-node'])")"
+have="$(cd "$NODE_DIR" && node -e "try{console.log(require('onnxruntime-node/package.json').version)}catch(e){console.log('none')}")"
+if [ "$have" = "$want" ] && (cd "$NODE_DIR" && node -e "require('onnxruntime-node')" 2>/dev/null); then
+  say "onnxruntime-node $have: installed"
+else
+  say "onnxruntime-node $want: installing into utils/node (have: $have)"
+  (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund)
+fi
+(cd "$NODE_DIR" && node -e "
+const ort = require('onnxruntime-node');
+console.log('== onnxruntime-node loads: ' + ort.env.versions.node + ', backends: ' +
+  ort.listSupportedBackends().map((b) => b.name).join(' '));")
+
+say "done"

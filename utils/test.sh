@@ -1,0 +1,238 @@
+#!/bin/bash
+# onnxc's test command.
+#
+#   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
+#                                ONNX conformance, end-to-end tests
+#   bash utils/test.sh --quick   build, lit and end-to-end tests only
+#
+# Each step is announced; the first step that fails stops the run with a
+# message. The last line is `N passed, N failed, N skipped`, summed over the
+# lit runs, the conformance suite and the end-to-end tests.
+set -uo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+PY=/usr/bin/python3
+LIT=(/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py)
+JOBS=2
+QUICK=0
+FUZZ_SECONDS=60
+
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+LOGDIR="$(mktemp -d "${TMPDIR:-/tmp}/onnxc-test.XXXXXX")"
+trap 'rm -rf "$LOGDIR"' EXIT
+
+TOTAL_PASS=0
+TOTAL_FAIL=0
+TOTAL_SKIP=0
+SUMMARY=()
+START=$SECONDS
+STEP_START=$SECONDS
+
+header() {
+  STEP_START=$SECONDS
+  printf '\n======== %s ========\n' "$*"
+}
+
+# note STEP RESULT: one line of the final summary, with the step's time.
+note() {
+  SUMMARY+=("$(printf '%-22s %-44s %5ds' "$1" "$2" $((SECONDS - STEP_START)))")
+  STEP_START=$SECONDS
+}
+
+count() {
+  TOTAL_PASS=$((TOTAL_PASS + $1))
+  TOTAL_FAIL=$((TOTAL_FAIL + $2))
+  TOTAL_SKIP=$((TOTAL_SKIP + $3))
+}
+
+finish() {
+  printf '\n======== summary ========\n'
+  local line
+  for line in "${SUMMARY[@]}"; do echo "$line"; done
+  printf 'total time %ds\n' $((SECONDS - START))
+  echo "$TOTAL_PASS passed, $TOTAL_FAIL failed, $TOTAL_SKIP skipped"
+}
+
+# fail STEP MESSAGE: stop here. A step that counts no tests of its own (a
+# build, the fuzzer) counts as one failure so the closing line says so.
+fail() {
+  local step="$1" counted="${3:-0}"
+  echo "test.sh: FAILED at step '$step': $2" >&2
+  [ "$counted" = 1 ] || count 0 1 0
+  note "$step" "FAILED: $2"
+  finish
+  exit 1
+}
+
+# configure DIR ARGS...: cmake configure; its output is shown on failure.
+configure() {
+  local dir="$1"; shift
+  echo "+ cmake -S . -B $dir $*"
+  cmake -S . -B "$dir" "$@" > "$LOGDIR/configure.log" 2>&1 || {
+    cat "$LOGDIR/configure.log"; return 1; }
+}
+
+# compile DIR [TARGET]: cmake --build; on failure shows the errors first.
+compile() {
+  local dir="$1" target="${2:-}"
+  echo "+ cmake --build $dir -j$JOBS${target:+ --target $target}"
+  if cmake --build "$dir" -j"$JOBS" ${target:+--target "$target"} > "$LOGDIR/build.log" 2>&1; then
+    tail -n 2 "$LOGDIR/build.log"
+    return 0
+  fi
+  grep -E -A3 'error|Error' "$LOGDIR/build.log" | head -n 60
+  echo "---- last lines of the build log ----"
+  tail -n 20 "$LOGDIR/build.log"
+  return 1
+}
+
+build() {
+  configure "$@" && compile "$1"
+}
+
+# lit_counts LOG: "passed failed skipped" from lit's closing table
+# (lines such as "  Passed: 12 (92.31%)").
+lit_counts() {
+  sed -nE 's/^ *(Passed|Expectedly Failed|Failed|Unresolved|Unexpectedly Passed|Timed Out|Unsupported|Skipped|Excluded) *: *([0-9]+).*/\1:\2/p' "$1" |
+    awk -F: '
+      $1 == "Passed" || $1 == "Expectedly Failed" { p += $2 }
+      $1 == "Failed" || $1 == "Unresolved" || $1 == "Unexpectedly Passed" || $1 == "Timed Out" { f += $2 }
+      $1 == "Unsupported" || $1 == "Skipped" || $1 == "Excluded" { s += $2 }
+      END { printf "%d %d %d\n", p, f, s }'
+}
+
+# run_lit NAME ONNXC [ENV...]: run the lit suite against one binary.
+run_lit() {
+  local name="$1" bin="$2"; shift 2
+  local log="$LOGDIR/$name.log"
+  if ! find test/lit -path test/lit/Inputs -prune -o \( -name '*.fxir' -o -name '*.test' \) -print | grep -q .; then
+    echo "no lit tests yet: skipped"
+    note "$name" "skipped: no tests in test/lit"
+    return 0
+  fi
+  env ONNXC_BUILD="$REPO/$bin" "$@" "${LIT[@]}" -sv -j"$JOBS" test/lit 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  read -r p f s < <(lit_counts "$log")
+  count "$p" "$f" "$s"
+  if [ "$rc" -ne 0 ]; then
+    [ "$f" -gt 0 ] || { count 0 1 0; }
+    fail "$name" "lit exited $rc ($p passed, $f failed)" 1
+  fi
+  note "$name" "$p passed, $f failed, $s skipped"
+}
+
+# closing_counts LOG: "passed failed skipped" from a `N passed, N failed[, N skipped]` line.
+closing_counts() {
+  grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$1" | tail -n 1 |
+    sed -E 's/^[A-Za-z]+: //; s/ passed, / /; s/ failed(, )?/ /; s/ skipped//' |
+    awk '{ printf "%d %d %d\n", $1, $2, ($3 == "" ? 0 : $3); found = 1 }
+         END { if (!found) print "0 0 0" }'
+}
+
+# ---- 1. build ----
+header "build: build/ (RelWithDebInfo)"
+build build -DCMAKE_BUILD_TYPE=RelWithDebInfo || fail build "cmake configure or build of build/ failed"
+[ -x build/onnxc ] || fail build "build/onnxc was not produced"
+note build ok
+
+# ---- 2. lit ----
+header "lit: test/lit against build/onnxc"
+run_lit lit build/onnxc
+
+# ---- 3. lit under ASan and UBSan ----
+if [ "$QUICK" = 1 ]; then
+  note "lit (asan)" "skipped: --quick"
+else
+  header "build: build-asan/ (-DONNXC_SANITIZE=ON)"
+  build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXC_SANITIZE=ON ||
+    fail "build (asan)" "cmake configure or build of build-asan/ failed"
+  note "build (asan)" ok
+  header "lit: test/lit against build-asan/onnxc"
+  run_lit "lit (asan)" build-asan/onnxc ONNXC_SANITIZE=1 \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+
+# Benchmarks (build/onnxc-bench) are separate and not run here.
+
+# ---- 4. fuzz smoke ----
+header "fuzz: fuzz-parser for ${FUZZ_SECONDS}s"
+if [ "$QUICK" = 1 ]; then
+  echo "skipped: --quick"; note fuzz "skipped: --quick"
+elif ! command -v clang >/dev/null 2>&1; then
+  echo "skipped: clang is not installed"; note fuzz "skipped: no clang"
+elif [ ! -f test/fuzz/fuzz_parser.c ]; then
+  echo "skipped: test/fuzz/fuzz_parser.c does not exist yet"; note fuzz "skipped: no fuzz_parser.c"
+else
+  CC=clang configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXC_FUZZ=ON \
+    "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined" ||
+    fail fuzz "cmake configure of build-fuzz/ failed"
+  compile build-fuzz fuzz-parser || fail fuzz "building fuzz-parser with clang failed"
+  corpus="$LOGDIR/corpus"
+  mkdir -p "$corpus"
+  if [ -d test/fuzz/corpus ]; then
+    cp -r test/fuzz/corpus/. "$corpus/"
+  else
+    # No corpus yet: seed with the lit tests and examples.
+    find test/lit examples -name '*.fxir' -exec cp {} "$corpus/" \; 2>/dev/null || true
+  fi
+  echo "+ build-fuzz/fuzz-parser -max_total_time=$FUZZ_SECONDS (corpus: $(ls "$corpus" | wc -l) files, copied)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    build-fuzz/fuzz-parser -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$corpus" > "$LOGDIR/fuzz.log" 2>&1
+  rc=$?
+  tail -n 25 "$LOGDIR/fuzz.log"
+  if [ "$rc" -ne 0 ]; then
+    fail fuzz "fuzz-parser found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
+  fi
+  note fuzz "ok: $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz.log" | grep -Eo '[0-9]+$' || echo '?') runs"
+fi
+
+# ---- 5. ONNX conformance ----
+header "conformance: ONNX node tests through onnxc"
+if [ "$QUICK" = 1 ]; then
+  echo "skipped: --quick"; note conformance "skipped: --quick"
+elif [ ! -f frontend/onnx_import.c ]; then
+  echo "skipped: the ONNX importer (frontend/onnx_import.c) does not exist yet"
+  note conformance "skipped: no importer yet"
+else
+  "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --text-roundtrip -j"$JOBS" \
+    --failures build/conformance-failures.txt --list-skips build/conformance-skips.txt \
+    2>&1 | tee "$LOGDIR/conformance.log"
+  rc=${PIPESTATUS[0]}
+  read -r p f s < <(closing_counts "$LOGDIR/conformance.log")
+  count "${p:-0}" "${f:-0}" "${s:-0}"
+  if [ "$rc" -ne 0 ]; then
+    [ "${f:-0}" -gt 0 ] || count 0 1 0
+    fail conformance "exit $rc; failures listed in build/conformance-failures.txt" 1
+  fi
+  note conformance "$p passed, $f failed, $s skipped"
+fi
+
+# ---- 6. end-to-end ----
+header "e2e: test/e2e/run_e2e.py"
+if [ ! -f test/e2e/run_e2e.py ]; then
+  echo "skipped: test/e2e/run_e2e.py does not exist yet"; note e2e "skipped: no run_e2e.py"
+else
+  ONNXC_BUILD="$REPO/build/onnxc" "$PY" test/e2e/run_e2e.py 2>&1 | tee "$LOGDIR/e2e.log"
+  rc=${PIPESTATUS[0]}
+  read -r p f s < <(closing_counts "$LOGDIR/e2e.log")
+  count "${p:-0}" "${f:-0}" "${s:-0}"
+  if [ "$rc" -ne 0 ]; then
+    [ "${f:-0}" -gt 0 ] || count 0 1 0
+    fail e2e "run_e2e.py exited $rc" 1
+  fi
+  note e2e "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+fi
+
+finish
+[ "$TOTAL_FAIL" -eq 0 ]
