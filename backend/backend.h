@@ -8,6 +8,8 @@
 #define ONNXC_BACKEND_H
 
 #include "ir.h"
+#include "runtime.h"
+#include "onnx.pb-c.h"
 
 typedef struct OnnxWriteOptions {
 	int opset;                  /* default-domain opset when the module has none; 0 = 18 */
@@ -23,5 +25,23 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt);
 /* listing.c: a listing a person reads (like the ONNX section of a
  * conversion report). */
 int listing_write(Module *m, FILE *out, const OnnxWriteOptions *opt);
+
+/* onnx_writer.c, shared with listing.c: the ModelProto that the writer
+ * packs and the listing prints, so the listing shows exactly what the file
+ * holds (node names, opset imports, value types, metadata). */
+#define ONNXC_IR_VERSION 10
+
+typedef struct OnnxBuilt {
+	Onnx__ModelProto *model;
+	Arena arena;                /* every proto struct lives here */
+	SafeTensors *weights;       /* open while raw_data points into it */
+	uint64_t init_bytes;        /* payload bytes of all initializers */
+} OnnxBuilt;
+
+/* Builds the proto of m.  with_data = 0 leaves initializer payloads out
+ * (dims and dtype only) and never opens the weights file.  Returns 0, or
+ * nonzero after a diagnostic; onnx_built_free is due either way. */
+int onnx_build(Module *m, const OnnxWriteOptions *opt, int with_data, OnnxBuilt *out);
+void onnx_built_free(OnnxBuilt *b);
 
 #endif

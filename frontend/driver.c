@@ -464,6 +464,12 @@ int main(int argc, char **argv)
 	}
 	if (!o.output)
 		o.output = default_output(&o);
+	/* Weights files are named relative to the input, not the working dir. */
+	char *dir = strdup(o.input);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (slash)
+		*slash = 0;
+	o.w.weights_dir = slash ? dir : ".";
 	const char *ps = o.passes ? o.passes : pipeline_for_level(o.level), *bad;
 	size_t badlen;
 	Pipeline pl;
@@ -484,5 +490,6 @@ int main(int argc, char **argv)
 	int rc = o.split ? compile_split(&o, &pl, text, len) : compile_checked(&o, &pl, text, len, 1);
 	pipeline_free(&pl);
 	free(text);
+	free(dir);
 	return rc ? 1 : 0;
 }

@@ -35,14 +35,18 @@ static int hexval(int c)
 	return -1;
 }
 
-/* Decodes a "..." string whose opening quote is just behind l->cur.
- * Returns 0 and reports at the quote if it is unterminated or invalid. */
+/* Decodes a "..." string whose opening quote is just behind l->cur.  A
+ * string without escapes points into the source; one with escapes is
+ * decoded into the scratch arena.  Either way a grammar action that keeps
+ * it copies it.  Returns 0 and reports if it is unterminated or invalid. */
+static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str *out);
+
 static int lex_string(P *p, const char *quote, Str *out)
 {
 	Lexer *l = &p->lex;
 	const unsigned char *s = (const unsigned char *)l->cur, *end = (const unsigned char *)l->lim;
-	char *buf = arena_alloc(p->a, (size_t)(end - s) < 256 ? (size_t)(end - s) + 1 : 256);
-	size_t cap = (size_t)(end - s) < 256 ? (size_t)(end - s) + 1 : 256, n = 0;
+	const unsigned char *body = s;
+	int escapes = 0;
 	for (;;) {
 		if (s >= end || *s == '\n') {
 			diag_error(loc_at(p, quote), "unterminated string");
@@ -51,45 +55,59 @@ static int lex_string(P *p, const char *quote, Str *out)
 		}
 		if (*s == '"')
 			break;
-		if (n + 4 >= cap) {
-			char *nb = arena_alloc(p->a, cap * 2);
-			memcpy(nb, buf, n);
-			buf = nb;
-			cap *= 2;
-		}
 		if (*s == '\\') {
-			int c = s + 1 < end ? s[1] : 0, v;
-			switch (c) {
-			case 'n': buf[n++] = '\n'; s += 2; continue;
-			case 't': buf[n++] = '\t'; s += 2; continue;
-			case 'r': buf[n++] = '\r'; s += 2; continue;
-			case '"': buf[n++] = '"'; s += 2; continue;
-			case '\\': buf[n++] = '\\'; s += 2; continue;
-			case 'x':
-				if (s + 3 < end && (v = hexval(s[2])) >= 0 && hexval(s[3]) >= 0) {
-					buf[n++] = (char)(v * 16 + hexval(s[3]));
-					s += 4;
-					continue;
-				}
-				/* fallthrough */
-			default:
-				diag_error(loc_at(p, (const char *)s), "invalid escape sequence in string");
-				l->cur = (const char *)s + 1;
-				return 0;
-			}
+			escapes = 1;
+			if (s + 1 < end && s[1] != '\n')
+				s++;
+			s++;
+			continue;
 		}
-		size_t k = utf8_len(s, end);
+		size_t k = *s < 0x80 ? 1 : utf8_len(s, end);
 		if (k == 0 || *s == 0) {
 			diag_error(loc_at(p, (const char *)s), *s ? "invalid UTF-8 in string" : "NUL byte in string");
 			l->cur = (const char *)s + 1;
 			return 0;
 		}
-		memcpy(buf + n, s, k);
-		n += k;
 		s += k;
 	}
 	l->cur = (const char *)s + 1;
-	buf[n] = 0;
+	if (!escapes) {
+		*out = (Str){ (const char *)body, (uint32_t)(s - body) };
+		return 1;
+	}
+	return unescape(p, body, s, out);
+}
+
+/* The escapes: \n \t \r \" \\ \xHH. */
+static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str *out)
+{
+	char *buf = arena_alloc(&p->t, (size_t)(end - s) + 1);
+	size_t n = 0;
+	while (s < end) {
+		if (*s != '\\') {
+			buf[n++] = (char)*s++;
+			continue;
+		}
+		int c = s[1], v;
+		switch (c) {
+		case 'n': buf[n++] = '\n'; break;
+		case 't': buf[n++] = '\t'; break;
+		case 'r': buf[n++] = '\r'; break;
+		case '"': buf[n++] = '"'; break;
+		case '\\': buf[n++] = '\\'; break;
+		case 'x':
+			if (s + 3 < end && (v = hexval(s[2])) >= 0 && hexval(s[3]) >= 0) {
+				buf[n++] = (char)(v * 16 + hexval(s[3]));
+				s += 4;
+				continue;
+			}
+			/* fallthrough */
+		default:
+			diag_error(loc_at(p, (const char *)s), "invalid escape sequence in string");
+			return 0;
+		}
+		s += 2;
+	}
 	*out = (Str){ buf, (uint32_t)n };
 	return 1;
 }
@@ -107,7 +125,7 @@ static int lex_hex(P *p, const char *start, Str *out)
 		return 0;
 	}
 	size_t n = (size_t)(q - s) / 2;
-	char *buf = arena_alloc(p->a, n + 1);
+	char *buf = arena_alloc(&p->t, n + 1);
 	for (size_t i = 0; i < n; i++)
 		buf[i] = (char)(hexval((unsigned char)s[2 * i]) * 16 + hexval((unsigned char)s[2 * i + 1]));
 	*out = (Str){ buf, (uint32_t)n };
@@ -170,7 +188,23 @@ static void lex_opname(const char *s, const char *e, OpName *out)
 	out->name = sym_intern(n, len);
 }
 
-static int keyword(const char *s, size_t n)
+/* Keywords and dtype names, found by their interned Sym: the identifier
+ * is interned anyway, so one hash lookup classifies it. */
+enum { KWMAP = 128 };
+static struct { Sym sym; int tok; int64_t dtype; } kwmap[KWMAP];
+
+static void kw_add(const char *w, int tok, int64_t dt)
+{
+	Sym s = sym_cstr(w);
+	uint32_t h = (s * 2654435761u) & (KWMAP - 1);
+	while (kwmap[h].sym)
+		h = (h + 1) & (KWMAP - 1);
+	kwmap[h].sym = s;
+	kwmap[h].tok = tok;
+	kwmap[h].dtype = dt;
+}
+
+static void kw_init(void)
 {
 	static const struct { const char *w; int tok; } kw[] = {
 		{ "module", KW_MODULE }, { "graph", KW_GRAPH }, { "func", KW_FUNC },
@@ -184,9 +218,26 @@ static int keyword(const char *s, size_t n)
 		{ "type", KW_TYPE },
 	};
 	for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
-		if (strlen(kw[i].w) == n && memcmp(kw[i].w, s, n) == 0)
-			return kw[i].tok;
-	return 0;
+		kw_add(kw[i].w, kw[i].tok, 0);
+	for (int t = 1; t < DT_COUNT; t++)
+		kw_add(dtype_name((DType)t), DTYPE, t);
+}
+
+/* The token for an identifier: a keyword, a dtype or IDENT. */
+static int classify(Sym s, YYSTYPE *lval)
+{
+	static int ready;
+	if (!ready) {
+		kw_init();
+		ready = 1;
+	}
+	for (uint32_t h = (s * 2654435761u) & (KWMAP - 1); kwmap[h].sym; h = (h + 1) & (KWMAP - 1))
+		if (kwmap[h].sym == s) {
+			lval->i = kwmap[h].dtype;
+			return kwmap[h].tok;
+		}
+	lval->sym = s;
+	return IDENT;
 }
 
 /* The raw scanner: one token per call, no error-recovery skipping. */
@@ -253,16 +304,7 @@ loop:
 	"_" { tok = UNDERSCORE; goto done; }
 	[(){}[\],=:<>?] { tok = (unsigned char)*start; goto done; }
 
-	ident {
-		size_t n = (size_t)(l->cur - start);
-		DType dt = dtype_from_name(start, n);
-		if (dt != DT_UNDEF) { lval->i = dt; tok = DTYPE; goto done; }
-		tok = keyword(start, n);
-		if (tok) goto done;
-		lval->sym = sym_intern(start, n);
-		tok = IDENT;
-		goto done;
-	}
+	ident { tok = classify(sym_intern(start, (size_t)(l->cur - start)), lval); goto done; }
 	* {
 		unsigned char c = (unsigned char)*start;
 		if (c == 0)

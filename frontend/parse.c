@@ -33,7 +33,7 @@ static uint32_t bucket_of(SymTab *t, Sym s) { return (s * 2654435761u) & (t->nbu
 static void tab_rehash(P *p, SymTab *t)
 {
 	uint32_t n = t->nbucket ? t->nbucket * 2 : 256;
-	t->bucket = ARENA_ARRAY(p->a, int32_t, n);
+	t->bucket = ARENA_ARRAY(&p->pa, int32_t, n);
 	t->nbucket = n;
 	memset(t->bucket, 0xff, n * sizeof *t->bucket);
 	for (uint32_t i = 0; i < t->e.n; i++) {
@@ -59,11 +59,11 @@ static void tab_add(P *p, SymTab *t, Sym s, ValueId v, Loc loc)
 		tab_rehash(p, t);
 	uint32_t h = bucket_of(t, s);
 	Entry e = { s, v, t->bucket[h], loc };
-	VEC_PUSH(p->a, t->e, e);
+	VEC_PUSH(&p->pa, t->e, e);
 	t->bucket[h] = (int32_t)(t->e.n - 1);
 }
 
-static void tab_open(P *p) { VEC_PUSH(p->a, p->tab->marks, p->tab->e.n); }
+static void tab_open(P *p) { VEC_PUSH(&p->pa, p->tab->marks, p->tab->e.n); }
 
 /* Entries are popped newest first, so each is the head of its chain. */
 static void tab_close(SymTab *t)
@@ -85,6 +85,51 @@ static void tab_reset(SymTab *t)
 	t->pending.n = 0;
 	if (t->nbucket)
 		memset(t->bucket, 0xff, t->nbucket * sizeof *t->bucket);
+}
+
+/* ---- hash-consing: one copy of each type and provenance record --------- */
+typedef struct HcEntry { uint64_t h; const void *key; uint32_t len; void *val; } HcEntry;
+struct HashCons { HcEntry *e; uint32_t n, cap; };
+
+static void hc_grow(P *p)
+{
+	HashCons *hc = p->hc;
+	uint32_t cap = hc->cap ? hc->cap * 2 : 1024;
+	HcEntry *e = ARENA_ARRAY(&p->pa, HcEntry, cap);
+	for (uint32_t i = 0; i < hc->cap; i++) {
+		if (!hc->e[i].key)
+			continue;
+		uint32_t j = (uint32_t)hc->e[i].h & (cap - 1);
+		while (e[j].key)
+			j = (j + 1) & (cap - 1);
+		e[j] = hc->e[i];
+	}
+	hc->e = e;
+	hc->cap = cap;
+}
+
+/* The value stored under key, or NULL; *slot receives where to put it. */
+static void *hc_find(P *p, const void *key, uint32_t len, HcEntry **slot)
+{
+	HashCons *hc = p->hc;
+	if ((hc->n + 1) * 2 > hc->cap)
+		hc_grow(p);
+	uint64_t h = hash_mem(key, len);
+	uint32_t j = (uint32_t)h & (hc->cap - 1);
+	for (; hc->e[j].key; j = (j + 1) & (hc->cap - 1))
+		if (hc->e[j].h == h && hc->e[j].len == len && memcmp(hc->e[j].key, key, len) == 0)
+			return hc->e[j].val;
+	hc->e[j].h = h;
+	hc->e[j].len = len;
+	*slot = &hc->e[j];
+	return NULL;
+}
+
+static void hc_put(P *p, HcEntry *slot, const void *key, void *val)
+{
+	slot->key = arena_dup(&p->pa, key, slot->len);
+	slot->val = val;
+	p->hc->n++;
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -151,6 +196,14 @@ static int in_body_check(P *p, YYLTYPE l)
 	return 1;
 }
 
+static MetaProp *meta_copy(P *p, const MetaVec *kv)
+{
+	MetaProp *m = ARENA_ARRAY(p->a, MetaProp, kv->n ? kv->n : 1);
+	for (uint32_t i = 0; i < kv->n; i++)
+		m[i] = (MetaProp){ str_copy(p->a, kv->v[i].key), str_copy(p->a, kv->v[i].val) };
+	return m;
+}
+
 /* ---- module level ------------------------------------------------------- */
 void b_module_name(P *p, Sym name) { p->m->name = name; }
 
@@ -175,8 +228,8 @@ void b_opset(P *p, Sym dom, int64_t v, YYLTYPE l)
 	VEC_PUSH(p->a, *p->opsets, ((Opset){ dom, v }));
 }
 
-void b_module_meta(P *p, MetaVec *kv) { p->m->meta = kv->v; p->m->nmeta = kv->n; }
-void b_module_doc(P *p, Str s) { p->m->doc = s; }
+void b_module_meta(P *p, MetaVec *kv) { p->m->meta = meta_copy(p, kv); p->m->nmeta = kv->n; }
+void b_module_doc(P *p, Str s) { p->m->doc = str_copy(p->a, s); }
 
 /* ---- graphs -------------------------------------------------------------- */
 static Graph *graph_begin(P *p, Sym name, Graph *parent, YYLTYPE l)
@@ -236,13 +289,13 @@ void b_graph_end(P *p, YYLTYPE l)
 	p->g = NULL;
 }
 
-Graph *b_subgraph_begin(P *p, YYLTYPE l)
+Graph *b_subgraph_begin(P *p, Sym name, YYLTYPE l)
 {
 	if (!p->g) {
 		diag_error(b_loc(p, l), "a subgraph may only appear inside a graph");
-		return graph_begin(p, 0, NULL, l);
+		return graph_begin(p, name, NULL, l);
 	}
-	return graph_begin(p, 0, p->g, l);
+	return graph_begin(p, name, p->g, l);
 }
 
 Graph *b_subgraph_end(P *p)
@@ -283,13 +336,13 @@ void b_outsig(P *p, TypeVec *t)
 {
 	if (!p->g)
 		return;
-	p->g->out_decl = t ? t->v : NULL;
+	p->g->out_decl = t ? arena_dup(p->a, t->v, t->n * sizeof *t->v) : NULL;
 	p->g->nout = t ? t->n : 0;
 	p->g->out = NULL;           /* filled by return */
 }
 
-void b_graph_meta(P *p, MetaVec *kv) { if (p->g) { p->g->meta = kv->v; p->g->nmeta = kv->n; } }
-void b_graph_doc(P *p, Str s) { if (p->g) p->g->doc = s; }
+void b_graph_meta(P *p, MetaVec *kv) { if (p->g) { p->g->meta = meta_copy(p, kv); p->g->nmeta = kv->n; } }
+void b_graph_doc(P *p, Str s) { if (p->g) p->g->doc = str_copy(p->a, s); }
 
 void b_stmt_after_return(P *p, YYLTYPE l)
 {
@@ -336,16 +389,46 @@ void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l)
 	VEC_PUSH(p->a, c->kw, ((Named){ kw, a }));
 }
 
+/* Nodes from one line of one module share a Prov: exported models repeat
+ * the same scope and location on many nodes.  The trace text lives in the
+ * interner, so equal traces are one pointer and the record compares as
+ * bytes. */
 static Prov *make_prov(P *p, Trailers *tr)
 {
 	if (!tr->has_prov)
 		return NULL;
-	Prov *pv = ARENA_NEW(p->a, Prov);
-	*pv = tr->prov;
-	pv->scope = tr->scope.v;
-	pv->nscope = tr->scope.n;
-	pv->meta = tr->meta.v;
-	pv->nmeta = tr->meta.n;
+	Prov key;
+	memset(&key, 0, sizeof key);
+	key.nscope = tr->scope.n;
+	key.file = tr->prov.file;
+	key.line = tr->prov.line;
+	key.col = tr->prov.col;
+	if (tr->prov.trace.n) {
+		Sym t = sym_intern(tr->prov.trace.s, tr->prov.trace.n);
+		key.trace = (Str){ sym_str(t), tr->prov.trace.n };
+	}
+	if (key.nscope) {
+		size_t sz = key.nscope * sizeof(ScopeEntry);
+		HcEntry *slot;
+		key.scope = hc_find(p, tr->scope.v, (uint32_t)sz, &slot);
+		if (!key.scope) {
+			key.scope = arena_dup(p->a, tr->scope.v, sz);
+			hc_put(p, slot, tr->scope.v, key.scope);
+		}
+	}
+	Prov *pv;
+	if (tr->meta.n) {       /* rare: not shared */
+		pv = arena_dup(p->a, &key, sizeof key);
+		pv->meta = meta_copy(p, &tr->meta);
+		pv->nmeta = tr->meta.n;
+		return pv;
+	}
+	HcEntry *slot;
+	pv = hc_find(p, &key, sizeof key, &slot);
+	if (!pv) {
+		pv = arena_dup(p->a, &key, sizeof key);
+		hc_put(p, slot, &key, pv);
+	}
 	return pv;
 }
 
@@ -369,15 +452,15 @@ void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l,
 	if (types && types->n != nres)
 		diag_error(b_loc(p, l), "%u result type%s given for %u result%s", types->n,
 			   types->n == 1 ? "" : "s", nres, nres == 1 ? "" : "s");
-	Node *n = node_new(p->m, c->op.dom, c->op.name, nres, 0, 0);
-	n->args = c->pos.v;
-	n->nargs = c->pos.n;
-	n->kw = c->kw.v;
-	n->nkw = c->kw.n;
+	Node *n = node_new(p->m, c->op.dom, c->op.name, nres, c->pos.n, c->kw.n);
+	for (uint32_t i = 0; i < c->pos.n; i++)
+		n->args[i] = arg_copy(p->a, &c->pos.v[i]);
+	for (uint32_t i = 0; i < c->kw.n; i++)
+		n->kw[i] = (Named){ c->kw.v[i].name, arg_copy(p->a, &c->kw.v[i].val) };
 	n->loc = loc;
 	n->prov = make_prov(p, tr);
 	n->node_name = tr->node_name;
-	n->doc = tr->doc;
+	n->doc = str_copy(p->a, tr->doc);
 	for (uint32_t i = 0; i < nres; i++) {
 		if (!res->v[i])
 			continue;
@@ -445,7 +528,7 @@ Func *b_func_begin(P *p, OpName op, YYLTYPE l)
 void b_func_attrs(P *p, SymVec *names)
 {
 	if (p->func) {
-		p->func->attrs = names->v;
+		p->func->attrs = arena_dup(p->a, names->v, names->n * sizeof *names->v);
 		p->func->nattr = names->n;
 	}
 }
@@ -489,7 +572,7 @@ void b_dparam(P *p, int kind, Sym name, Arg *deflt, YYLTYPE l)
 	DParam *np = ARENA_ARRAY(p->a, DParam, d->nparam + 1);
 	if (d->nparam)
 		memcpy(np, d->params, d->nparam * sizeof *np);
-	np[d->nparam] = (DParam){ (uint8_t)kind, deflt != NULL, name, deflt ? *deflt : (Arg){ 0 } };
+	np[d->nparam] = (DParam){ (uint8_t)kind, deflt != NULL, name, deflt ? arg_copy(p->a, deflt) : (Arg){ 0 } };
 	d->params = np;
 	d->nparam++;
 	if (kind == DP_TENSOR)
@@ -508,7 +591,7 @@ void b_guard(P *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l)
 	Guard *ng = ARENA_ARRAY(p->a, Guard, d->nguard + 1);
 	if (d->nguard)
 		memcpy(ng, d->guards, d->nguard * sizeof *ng);
-	ng[d->nguard++] = (Guard){ name, (uint8_t)negate, lit, b_loc(p, l) };
+	ng[d->nguard++] = (Guard){ name, (uint8_t)negate, arg_copy(p->a, &lit), b_loc(p, l) };
 	d->guards = ng;
 }
 
@@ -524,7 +607,7 @@ Arg b_value_ref(P *p, Sym name, YYLTYPE l)
 	Entry *e = tab_find(p->tab, name);
 	if (e)
 		return (Arg){ .kind = A_VALUE, .u.v = e->v };
-	VEC_PUSH(p->a, p->tab->pending, ((Pending){ name, b_loc(p, l) }));
+	VEC_PUSH(&p->pa, p->tab->pending, ((Pending){ name, b_loc(p, l) }));
 	return (Arg){ .kind = A_NONE };
 }
 
@@ -580,13 +663,40 @@ Arg b_hex(P *p, Str s)
 	return (Arg){ .kind = A_STR, .elem = 1, .u.s = s };  /* elem 1 marks hex bytes */
 }
 
+/* Types are immutable, so equal types share one Type. */
+static Type *type_shared(P *p, int kind, int64_t dt, int32_t rank, const Dim *dims, Type *elem)
+{
+	int64_t key[4 + 2 * 64];
+	uint32_t nd = rank > 0 ? (uint32_t)rank : 0;
+	if (nd > 64)
+		return kind == TY_TENSOR ? type_tensor(p->a, (DType)dt, rank, dims) : type_wrap(p->a, (TypeKind)kind, elem);
+	key[0] = kind, key[1] = dt, key[2] = rank, key[3] = (int64_t)(intptr_t)elem;
+	for (uint32_t i = 0; i < nd; i++)
+		key[4 + 2 * i] = dims[i].v, key[5 + 2 * i] = dims[i].sym;
+	HcEntry *slot;
+	uint32_t len = (uint32_t)((4 + 2 * nd) * sizeof key[0]);
+	Type *t = hc_find(p, key, len, &slot);
+	if (t)
+		return t;
+	t = kind == TY_TENSOR ? type_tensor(p->a, (DType)dt, rank, dims) : type_wrap(p->a, (TypeKind)kind, elem);
+	hc_put(p, slot, key, t);
+	return t;
+}
+
 Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked)
 {
 	int32_t rank = !ranked ? -1 : dims ? (int32_t)dims->n : 0;
-	return type_tensor(p->a, (DType)dt, rank, dims ? dims->v : NULL);
+	return type_shared(p, TY_TENSOR, dt, rank, dims ? dims->v : NULL, NULL);
 }
 
-Type *b_wrap_type(P *p, int kind, Type *elem) { return type_wrap(p->a, (TypeKind)kind, elem); }
+Type *b_wrap_type(P *p, int kind, Type *elem) { return type_shared(p, kind, 0, -1, NULL, elem); }
+
+void b_reset(P *p)
+{
+	int live = p->lex.last_tok == STRING || p->lex.last_tok == HEXSTR;
+	if (!live && (!p->g || !p->g->parent))
+		arena_reset(&p->t);
+}
 
 /* ---- parse entry -------------------------------------------------------- */
 Module *parse_fxir(const char *file, const char *text, size_t len)
@@ -599,6 +709,7 @@ Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t f
 {
 	P p = { 0 };
 	SymTab tab = { 0 };
+	HashCons hc = { 0 };
 	char *copy = NULL;
 	if (text[len] != 0) {   /* the lexer needs a NUL sentinel at the end */
 		copy = malloc(len + 1);
@@ -614,10 +725,13 @@ Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t f
 	p.m->file = p.file;
 	p.a = &p.m->arena;
 	p.tab = &tab;
+	p.hc = &hc;
 	p.opsets = &p.m->opsets;
 	p.lex = (Lexer){ .cur = text, .lim = text + len, .bol = text, .line = first_line };
 	int rc = yyparse(&p);
 	free(copy);
+	arena_free(&p.t);
+	arena_free(&p.pa);
 	if (rc == 0 && p.m->graphs.n + p.m->funcs.n + p.m->decomps.n == 0 && diag_error_count() == errors)
 		diag_error((Loc){ p.file, first_line, 1 }, "no graph, function or decomposition in input");
 	if (rc != 0 || diag_error_count() != errors) {
@@ -665,7 +779,7 @@ static void flatten(P *p, const Arg *a, ArgVec *out)
 		for (uint32_t i = 0; i < a->n; i++)
 			flatten(p, &a->u.list[i], out);
 	else
-		VEC_PUSH(p->a, *out, *a);
+		VEC_PUSH(&p->t, *out, *a);
 }
 
 static int fill_strings(P *p, Tensor *t, ArgVec *el, Loc loc)
@@ -676,7 +790,7 @@ static int fill_strings(P *p, Tensor *t, ArgVec *el, Loc loc)
 			diag_error(loc, "a str tensor holds strings");
 			return 0;
 		}
-		t->strs[i] = el->v[i].u.s;
+		t->strs[i] = str_copy(p->a, el->v[i].u.s);
 	}
 	return 1;
 }
@@ -719,7 +833,7 @@ Arg b_tensor(P *p, Type *ty, Arg *data, YYLTYPE lt, YYLTYPE ld)
 			diag_error(loc, "a str tensor cannot be given as hex bytes");
 		else if (data->u.s.n != t->nbytes)
 			diag_error(loc, "hex data has %u bytes, %s needs %zu", data->u.s.n, dtype_name(dt), t->nbytes);
-		t->data = (const uint8_t *)data->u.s.s;
+		t->data = arena_dup(p->a, data->u.s.s, data->u.s.n);
 		return (Arg){ .kind = A_TENSOR, .u.t = t };
 	}
 	ArgVec el = { 0 };

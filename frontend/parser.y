@@ -33,9 +33,13 @@ typedef struct Lexer {
 } Lexer;
 
 typedef struct SymTab SymTab;
+typedef struct HashCons HashCons;
 typedef struct P {
 	Module *m;
-	Arena *a;
+	Arena *a;                   /* the module's arena: what the IR keeps */
+	Arena t;                    /* scratch: one top-level statement's pieces */
+	Arena pa;                   /* parse-lifetime tables */
+	HashCons *hc;               /* shared types and provenance */
 	Sym file;
 	Lexer lex;
 	int skipping, skip_depth;
@@ -59,7 +63,7 @@ void b_module_meta(P *p, MetaVec *kv);
 void b_module_doc(P *p, Str s);
 Graph *b_graph_begin(P *p, Sym name, YYLTYPE l);
 void b_graph_end(P *p, YYLTYPE l);
-Graph *b_subgraph_begin(P *p, YYLTYPE l);
+Graph *b_subgraph_begin(P *p, Sym name, YYLTYPE l);
 Graph *b_subgraph_end(P *p);
 void b_graph_abandon(P *p, Graph *g);
 void b_input(P *p, Sym name, Type *t, YYLTYPE l);
@@ -89,6 +93,7 @@ Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked);
 Type *b_wrap_type(P *p, int kind, Type *elem);
 void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l);
 void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col);
+void b_reset(P *p);
 }
 
 %define api.pure full
@@ -143,7 +148,7 @@ void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col);
 %type <tr> trailers
 %type <meta> kvs
 %type <scopes> scopes
-%type <sym> kwname
+%type <sym> kwname subname
 %type <graph> graph_head subgraph_head
 %type <func> func_head
 %type <decomp> decomp_head
@@ -159,7 +164,7 @@ file
 
 items
 	: %empty
-	| items item
+	| items item                        { b_reset(p); }
 	;
 
 item
@@ -200,8 +205,8 @@ outsig_opt
 	;
 
 otypes
-	: otype                             { $$ = ARENA_NEW(p->a, TypeVec); VEC_PUSH(p->a, *$$, $1); }
-	| otypes ',' otype                  { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	: otype                             { $$ = ARENA_NEW(&p->t, TypeVec); VEC_PUSH(&p->t, *$$, $1); }
+	| otypes ',' otype                  { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	;
 
 otype
@@ -224,8 +229,8 @@ type
 	;
 
 dims
-	: dim                               { $$ = ARENA_NEW(p->a, DimVec); VEC_PUSH(p->a, *$$, $1); }
-	| dims ',' dim                      { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	: dim                               { $$ = ARENA_NEW(&p->t, DimVec); VEC_PUSH(&p->t, *$$, $1); }
+	| dims ',' dim                      { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	;
 
 dim
@@ -238,7 +243,7 @@ dim
 
 body
 	: %empty
-	| body stmt
+	| body stmt                         { b_reset(p); }
 	;
 
 stmt
@@ -255,25 +260,25 @@ stmt
 	;
 
 retvals
-	: VALNAME                           { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, $1); }
-	| retvals ',' VALNAME               { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	: VALNAME                           { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, $1); }
+	| retvals ',' VALNAME               { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	;
 
 results
-	: VALNAME                           { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, $1); }
-	| "_"                               { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, 0); }
-	| results ',' VALNAME               { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
-	| results ',' "_"                   { $$ = $1; VEC_PUSH(p->a, *$$, 0); }
+	: VALNAME                           { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, $1); }
+	| "_"                               { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, 0); }
+	| results ',' VALNAME               { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
+	| results ',' "_"                   { $$ = $1; VEC_PUSH(&p->t, *$$, 0); }
 	;
 
 call
-	: OPNAME '(' ')'                    { $$ = ARENA_NEW(p->a, Call); $$->op = $1; }
+	: OPNAME '(' ')'                    { $$ = ARENA_NEW(&p->t, Call); $$->op = $1; }
 	| OPNAME '(' args ')'               { $$ = $3; $$->op = $1; }
 	;
 
 args
-	: value                             { $$ = ARENA_NEW(p->a, Call); b_call_arg(p, $$, 0, $1, @1); }
-	| kwname '=' value                  { $$ = ARENA_NEW(p->a, Call); b_call_arg(p, $$, $1, $3, @1); }
+	: value                             { $$ = ARENA_NEW(&p->t, Call); b_call_arg(p, $$, 0, $1, @1); }
+	| kwname '=' value                  { $$ = ARENA_NEW(&p->t, Call); b_call_arg(p, $$, $1, $3, @1); }
 	| args ',' value                    { $$ = $1; b_call_arg(p, $$, 0, $3, @3); }
 	| args ',' kwname '=' value         { $$ = $1; b_call_arg(p, $$, $3, $5, @3); }
 	;
@@ -297,7 +302,7 @@ rtypes_opt
 	;
 
 trailers
-	: %empty                            { $$ = ARENA_NEW(p->a, Trailers); }
+	: %empty                            { $$ = ARENA_NEW(&p->t, Trailers); }
 	| trailers "scope" '(' ')'          { $$ = $1; $$->has_prov = 1; }
 	| trailers "scope" '(' scopes ')'   { $$ = $1; $$->scope = *$4; $$->has_prov = 1; }
 	| trailers "loc" '(' STRING ':' INT ')'          { $$ = $1; b_trailer_loc(p, $$, $4, $6, 0); }
@@ -309,16 +314,16 @@ trailers
 	;
 
 scopes
-	: STRING ':' STRING                 { $$ = ARENA_NEW(p->a, ScopeVec);
-	                                      VEC_PUSH(p->a, *$$, ((ScopeEntry){ sym_intern($1.s, $1.n), sym_intern($3.s, $3.n) })); }
+	: STRING ':' STRING                 { $$ = ARENA_NEW(&p->t, ScopeVec);
+	                                      VEC_PUSH(&p->t, *$$, ((ScopeEntry){ sym_intern($1.s, $1.n), sym_intern($3.s, $3.n) })); }
 	| scopes ',' STRING ':' STRING      { $$ = $1;
-	                                      VEC_PUSH(p->a, *$$, ((ScopeEntry){ sym_intern($3.s, $3.n), sym_intern($5.s, $5.n) })); }
+	                                      VEC_PUSH(&p->t, *$$, ((ScopeEntry){ sym_intern($3.s, $3.n), sym_intern($5.s, $5.n) })); }
 	;
 
 kvs
-	: %empty                            { $$ = ARENA_NEW(p->a, MetaVec); }
-	| STRING ':' STRING                 { $$ = ARENA_NEW(p->a, MetaVec); VEC_PUSH(p->a, *$$, ((MetaProp){ $1, $3 })); }
-	| kvs ',' STRING ':' STRING         { $$ = $1; VEC_PUSH(p->a, *$$, ((MetaProp){ $3, $5 })); }
+	: %empty                            { $$ = ARENA_NEW(&p->t, MetaVec); }
+	| STRING ':' STRING                 { $$ = ARENA_NEW(&p->t, MetaVec); VEC_PUSH(&p->t, *$$, ((MetaProp){ $1, $3 })); }
+	| kvs ',' STRING ':' STRING         { $$ = $1; VEC_PUSH(&p->t, *$$, ((MetaProp){ $3, $5 })); }
 	;
 
 value
@@ -342,12 +347,15 @@ literal
 	| IDENT                             { $$ = (Arg){ .kind = A_IDENT, .u.sym = $1 }; }
 	| '[' ']'                           { $$ = b_empty_list(p, 0, @$); }
 	| '[' ':' IDENT ']'                 { $$ = b_empty_list(p, $3, @3); }
+	| '[' ':' "tensor" ']'              { $$ = b_empty_list(p, sym_cstr("tensor"), @3); }
+	| '[' ':' "graph" ']'               { $$ = b_empty_list(p, sym_cstr("graph"), @3); }
+	| '[' ':' "type" ']'                { $$ = b_empty_list(p, sym_cstr("type"), @3); }
 	| '[' values ']'                    { $$ = b_list(p, $2); }
 	;
 
 values
-	: value                             { $$ = ARENA_NEW(p->a, ArgVec); VEC_PUSH(p->a, *$$, $1); }
-	| values ',' value                  { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	: value                             { $$ = ARENA_NEW(&p->t, ArgVec); VEC_PUSH(&p->t, *$$, $1); }
+	| values ',' value                  { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	;
 
 tdata
@@ -356,8 +364,13 @@ tdata
 	;
 
 subgraph_head
-	: "graph" <graph>{ $$ = b_subgraph_begin(p, @1); } '(' params_opt ')' outsig_opt
-	                                    { $$ = $2; }
+	: "graph" subname <graph>{ $$ = b_subgraph_begin(p, $2, @1); } '(' params_opt ')' outsig_opt gtrailers
+	                                    { $$ = $3; }
+	;
+
+subname
+	: %empty                            { $$ = 0; }
+	| SYMNAME
 	;
 
 func_head
@@ -372,8 +385,8 @@ attrs_opt
 	;
 
 idents
-	: IDENT                             { $$ = ARENA_NEW(p->a, SymVec); VEC_PUSH(p->a, *$$, $1); }
-	| idents ',' IDENT                  { $$ = $1; VEC_PUSH(p->a, *$$, $3); }
+	: IDENT                             { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, $1); }
+	| idents ',' IDENT                  { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	;
 
 decomp_head

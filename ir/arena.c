@@ -83,3 +83,17 @@ void arena_free(Arena *a)
 	a->head = NULL;
 	a->total = 0;
 }
+
+void arena_reset(Arena *a)
+{
+	ArenaChunk *c = a->head;
+	if (!c)
+		return;
+	for (ArenaChunk *o = c->next, *next; o; o = next) {
+		next = o->next;
+		a->total -= o->cap;
+		free(o);
+	}
+	c->next = NULL;
+	c->used = 0;
+}

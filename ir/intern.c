@@ -12,13 +12,26 @@ static uint32_t *slots;         /* hash slot -> Sym */
 static uint32_t nslots;
 static Arena strings;
 
-static uint32_t hash(const char *s, size_t n)
+/* Eight bytes a step: a multiply and a rotate per word, a final mix so
+ * the low bits (the table index) depend on every byte. */
+uint64_t hash_mem(const void *p, size_t n)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	const unsigned char *b = p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	for (; n >= 8; n -= 8, b += 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
+		h = (h << 31) | (h >> 33);
+	}
+	w = 0;
+	memcpy(&w, b, n);
+	h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
 }
+
+static uint32_t hash(const char *s, size_t n) { return (uint32_t)hash_mem(s, n); }
 
 static void rehash(void)
 {

@@ -129,6 +129,24 @@ const Named *node_kw(const Node *n, const char *name)
 	return NULL;
 }
 
+Str str_copy(Arena *a, Str s)
+{
+	return (Str){ s.n ? arena_strndup(a, s.s, s.n) : "", s.n };
+}
+
+Arg arg_copy(Arena *a, const Arg *src)
+{
+	Arg d = *src;
+	if (src->kind == A_STR)
+		d.u.s = str_copy(a, src->u.s);
+	else if (src->kind == A_LIST && src->n) {
+		d.u.list = ARENA_ARRAY(a, Arg, src->n);
+		for (uint32_t i = 0; i < src->n; i++)
+			d.u.list[i] = arg_copy(a, &src->u.list[i]);
+	}
+	return d;
+}
+
 static void replace_in_arg(Arg *a, ValueId from, ValueId to);
 static void replace_in_graph(Graph *g, ValueId from, ValueId to);
 

@@ -34,6 +34,8 @@ void *arena_alloc(Arena *a, size_t n);      /* zeroed, 8-byte aligned */
 char *arena_strndup(Arena *a, const char *s, size_t n); /* NUL-terminated */
 void *arena_dup(Arena *a, const void *p, size_t n);
 void arena_free(Arena *a);
+/* Forget every allocation but keep the newest chunk for reuse. */
+void arena_reset(Arena *a);
 /* Grow an arena array of elements of size sz from *cap to at least need. */
 void *arena_grow(Arena *a, void *p, uint32_t *cap, uint32_t need, size_t sz);
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
@@ -51,6 +53,7 @@ Sym sym_intern(const char *s, size_t n);
 Sym sym_cstr(const char *s);
 const char *sym_str(Sym s);     /* "" for 0 */
 size_t sym_len(Sym s);
+uint64_t hash_mem(const void *p, size_t n);   /* fast, not cryptographic */
 
 /* ---- diag.c: diagnostics ------------------------------------------------- */
 typedef struct Loc {
@@ -343,6 +346,10 @@ void node_remove(Graph *g, Node *n);
 void arg_each_value(const Arg *a, void (*f)(ValueId, void *), void *ctx);
 void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx);
 int node_has_flag(const Node *n, uint32_t flag);
+/* Copies a string / an argument (lists and strings deeply; tensors and
+ * graphs are shared) into arena a. */
+Str str_copy(Arena *a, Str s);
+Arg arg_copy(Arena *a, const Arg *src);
 const Named *node_kw(const Node *n, const char *name);
 /* Replace every use of `from` by `to` in g and its subgraphs. Linear in g. */
 void graph_replace_uses(Graph *g, ValueId from, ValueId to);

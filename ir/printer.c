@@ -506,18 +506,11 @@ static void print_block(Pr *p, const Graph *g, const OpsetVec *opsets)
 	fputc('}', p->f);
 }
 
-static void print_graph_body(Pr *p, const Graph *g)
+/* name(params) -> (types) meta(...) doc(...) { body } */
+static void print_graph_head_and_body(Pr *p, const Graph *g)
 {
-	print_params(p, g);
-	print_outsig(p, g);
-	print_block(p, g, NULL);
-}
-
-static void print_graph(Pr *p, const Graph *g)
-{
-	indent(p);
-	fputs("graph ", p->f);
-	print_sym_name(p->f, '@', g->name);
+	if (g->name)
+		print_sym_name(p->f, '@', g->name);
 	print_params(p, g);
 	print_outsig(p, g);
 	if (g->nmeta)
@@ -528,6 +521,19 @@ static void print_graph(Pr *p, const Graph *g)
 		fputc(')', p->f);
 	}
 	print_block(p, g, NULL);
+}
+
+static void print_graph_body(Pr *p, const Graph *g)
+{
+	fputc(' ', p->f);
+	print_graph_head_and_body(p, g);
+}
+
+static void print_graph(Pr *p, const Graph *g)
+{
+	indent(p);
+	fputs(g->name ? "graph " : "graph @\"\"", p->f);
+	print_graph_head_and_body(p, g);
 	fputc('\n', p->f);
 }
 

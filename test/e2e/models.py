@@ -1,0 +1,254 @@
+"""The model zoo for the end-to-end tests.
+
+Each entry of ZOO is a function returning (model, example_inputs,
+dynamic_shapes or None).  example_inputs is a tuple of positional arguments
+(dicts and lists allowed).  Every model is in eval mode and built from a fixed
+seed, so two calls give the same weights and inputs.
+"""
+
+import torch
+import torch.nn as nn
+
+
+def _seed(n=0):
+    torch.manual_seed(n)
+
+
+# -- the small LLM of the "modules as local functions" tutorial -------------
+
+class Embedding(nn.Module):
+    def __init__(self, vocab_size, embedding_dim):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_dim)
+        self.pe = nn.Embedding(vocab_size, embedding_dim)
+
+    def forward(self, x):
+        word_emb = self.embedding(x)
+        word_pe = self.pe(x)
+        return word_emb + word_pe
+
+
+class AttentionBlock(nn.Module):
+    def __init__(self, embedding_dim, context_size):
+        super().__init__()
+        self.query = nn.Linear(embedding_dim, embedding_dim, bias=False)
+        self.key = nn.Linear(embedding_dim, embedding_dim, bias=False)
+        self.value = nn.Linear(embedding_dim, embedding_dim, bias=False)
+        ones = torch.ones(size=[context_size, context_size], dtype=torch.float)
+        self.register_buffer(name="mask", tensor=torch.tril(input=ones))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        query = self.query(x)
+        key = self.key(x)
+        value = self.value(x)
+        qk = query @ key.transpose(-2, -1) * C**-0.5
+        attention = qk.masked_fill(self.mask[:T, :T] == 0, float("-inf"))
+        attention = torch.nn.functional.softmax(input=attention, dim=-1)
+        return attention @ value
+
+
+class MultiAttentionBlock(nn.Module):
+    def __init__(self, embedding_dim, num_heads, context_size):
+        super().__init__()
+        self.attention = nn.ModuleList(
+            [AttentionBlock(embedding_dim, context_size) for _ in range(num_heads)])
+        self.linear = nn.Linear(embedding_dim * num_heads, embedding_dim)
+
+    def forward(self, x):
+        out = torch.cat([attention(x) for attention in self.attention], dim=-1)
+        return self.linear(out)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, embedding_dim, ff_dim):
+        super().__init__()
+        self.linear_1 = nn.Linear(embedding_dim, ff_dim)
+        self.relu = nn.ReLU()
+        self.linear_2 = nn.Linear(ff_dim, embedding_dim)
+
+    def forward(self, x):
+        return self.linear_2(self.relu(self.linear_1(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, embedding_dim, num_heads, context_size, ff_dim):
+        super().__init__()
+        self.attention = MultiAttentionBlock(embedding_dim, num_heads, context_size)
+        self.feed_forward = FeedForward(embedding_dim, ff_dim)
+        self.norm_1 = nn.LayerNorm(embedding_dim)
+        self.norm_2 = nn.LayerNorm(embedding_dim)
+
+    def forward(self, x):
+        x_norm = self.norm_1(x)
+        attention = self.attention(x_norm) + x
+        ff = self.feed_forward(self.norm_2(attention))
+        return ff + attention
+
+
+class LLM(nn.Module):
+    def __init__(self, vocab_size=1024, embedding_dim=16, num_heads=2,
+                 context_size=256, ff_dim=128):
+        super().__init__()
+        self.embedding = Embedding(vocab_size, embedding_dim)
+        self.decoder = DecoderLayer(embedding_dim, num_heads, context_size, ff_dim)
+
+    def forward(self, input_ids):
+        return self.decoder(self.embedding(input_ids))
+
+
+def llm():
+    _seed()
+    model = LLM().eval()
+    input_ids = torch.randint(0, 1024, (1, 30), dtype=torch.int64)
+    return model, (input_ids,), None
+
+
+# -- an MLP taking a dict and a list -----------------------------------------
+
+class DictListMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, inputs, extras):
+        h = torch.relu(self.fc1(inputs["a"]) + inputs["b"])
+        return self.fc2(h) * extras[0] + extras[1]
+
+
+def mlp_dict_list():
+    _seed()
+    model = DictListMLP().eval()
+    inputs = {"a": torch.randn(2, 8), "b": torch.randn(2, 32)}
+    extras = [torch.randn(2, 4), torch.randn(4)]
+    return model, (inputs, extras), None
+
+
+# -- a small CNN --------------------------------------------------------------
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
+        x = torch.relu(self.conv2(x))
+        x = torch.flatten(self.gap(x), 1)
+        return self.fc(x)
+
+
+def small_cnn():
+    _seed()
+    model = SmallCNN().eval()
+    # Give batch norm non-trivial statistics.
+    with torch.no_grad():
+        model.bn1.running_mean.uniform_(-0.5, 0.5)
+        model.bn1.running_var.uniform_(0.5, 1.5)
+    return model, (torch.randn(2, 3, 32, 32),), None
+
+
+# -- torchvision ---------------------------------------------------------------
+
+def resnet18():
+    import torchvision
+    _seed()
+    model = torchvision.models.resnet18(weights=None).eval()
+    return model, (torch.randn(1, 3, 224, 224),), None
+
+
+def mobilenet_v2():
+    import torchvision
+    _seed()
+    model = torchvision.models.mobilenet_v2(weights=None).eval()
+    return model, (torch.randn(1, 3, 224, 224),), None
+
+
+# -- a transformer encoder -----------------------------------------------------
+
+def transformer_encoder():
+    _seed()
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64,
+                                       dropout=0.0, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
+    return model, (torch.randn(2, 7, 32),), None
+
+
+# -- an LSTM -----------------------------------------------------------------------
+
+class LSTMModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size=8, hidden_size=16, batch_first=True)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)
+        return self.head(out), h, c
+
+
+def lstm():
+    _seed()
+    return LSTMModel().eval(), (torch.randn(2, 5, 8),), None
+
+
+# -- a model that mutates a buffer -------------------------------------------
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.count.add_(1)
+        return self.fc(x) * self.count
+
+
+def buffer_mutation():
+    _seed()
+    return Counter().eval(), (torch.randn(3, 4),), None
+
+
+# -- a dynamic batch dim ---------------------------------------------------------
+
+class BatchMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 20)
+        self.fc2 = nn.Linear(20, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        h = h.view(x.shape[0], -1)
+        return torch.softmax(self.fc2(h), dim=-1)
+
+
+def dynamic_batch():
+    _seed()
+    return BatchMLP().eval(), (torch.randn(3, 10),), {"x": {0: "batch"}}
+
+
+# name -> builder, in the order the tests run
+ZOO = {
+    "llm": llm,
+    "mlp_dict_list": mlp_dict_list,
+    "small_cnn": small_cnn,
+    "resnet18": resnet18,
+    "mobilenet_v2": mobilenet_v2,
+    "transformer_encoder": transformer_encoder,
+    "lstm": lstm,
+    "buffer_mutation": buffer_mutation,
+    "dynamic_batch": dynamic_batch,
+}
+
+# Other input sizes a model with dynamic dims must also run with.
+EXTRA_INPUTS = {
+    "dynamic_batch": lambda: (torch.randn(5, 10),),
+}

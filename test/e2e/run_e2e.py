@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""End-to-end tests: PyTorch model -> .fxir -> onnxc -> ONNX Runtime.
+
+For every model of the zoo (test/e2e/models.py): export it with
+utils/fxir_export.py, compile it with `onnxc -O0` and `-O2` to ONNX, run both
+in ONNX Runtime through utils/ortlib.py and compare with PyTorch's own
+outputs (max abs diff <= 1e-4 for floats, exact for integers and bools).
+
+    /usr/bin/python3 test/e2e/run_e2e.py [--onnxc PATH] [-k PATTERN] [--keep]
+
+Prints one row a model and, alone on the last line,
+`N passed, N failed, N skipped`.  Exit status 1 when a model fails.
+"""
+
+import argparse
+import copy
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "utils"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import fxir_export  # noqa: E402
+import models  # noqa: E402
+
+TOLERANCE = 1e-4
+LEVELS = ("-O0", "-O2")
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+# -- ONNX node count: ModelProto.graph (field 7) -> GraphProto.node (field 1) --
+
+def _varint(buf, i):
+    shift = result = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, i
+        shift += 7
+
+
+def _fields(buf):
+    """Yield (field number, wire type, value or bytes) of a protobuf message."""
+    i, n = 0, len(buf)
+    while i < n:
+        key, i = _varint(buf, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(buf, i)
+        elif wt == 1:
+            v, i = buf[i:i + 8], i + 8
+        elif wt == 2:
+            ln, i = _varint(buf, i)
+            v, i = buf[i:i + ln], i + ln
+        elif wt == 5:
+            v, i = buf[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield field, wt, v
+
+
+def onnx_node_count(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    for field, wt, v in _fields(buf):
+        if field == 7 and wt == 2:
+            return sum(1 for f2, w2, _ in _fields(v) if f2 == 1 and w2 == 2)
+    return 0
+
+
+# -- helpers --------------------------------------------------------------------
+
+def flat_outputs(value):
+    out = []
+    fxir_export._flatten_outputs(value, out)
+    return [t.detach().numpy() for t in out]
+
+
+def flat_inputs(model, args):
+    """[(graph input name, numpy array)] in the order of the .fxir inputs."""
+    leaves = []
+    for name, value, _ in fxir_export._bind_inputs(model, args, None):
+        fxir_export._flatten(name, value, leaves)
+    return [(n, t.detach().numpy()) for n, t in leaves]
+
+
+def graph_inputs(fxir_text):
+    m = re.search(r"graph @\w+\((.*?)\)\s*->", fxir_text)
+    if not m:
+        return []
+    return [p.split(":")[0].strip().lstrip("%").strip('"') for p in m.group(1).split(", ") if p]
+
+
+def first_lines(text, n=3):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return " | ".join(lines[:n]) if lines else "(no output)"
+
+
+def compare(ref, got):
+    """Max abs diff over the outputs; raise Failure on a mismatch."""
+    if len(got) < len(ref):
+        raise Failure("ONNX model has %d outputs, PyTorch %d" % (len(got), len(ref)))
+    worst = 0.0
+    for i, (r, g) in enumerate(zip(ref, got)):
+        g = np.asarray(g)
+        if tuple(r.shape) != tuple(g.shape):
+            raise Failure("output %d: shape %s, expected %s" % (i, g.shape, r.shape))
+        if r.dtype.kind == "f":
+            if not np.array_equal(np.isnan(r), np.isnan(g)):
+                raise Failure("output %d: NaNs differ" % i)
+            both = ~np.isnan(r)
+            d = float(np.max(np.abs(r[both].astype(np.float64) - g[both].astype(np.float64)),
+                             initial=0.0))
+            worst = max(worst, d)
+        else:
+            if not np.array_equal(r, g.astype(r.dtype)):
+                raise Failure("output %d: %s values differ" % (i, r.dtype))
+    return worst
+
+
+def compile_onnx(onnxc, fxir, level, out):
+    if not os.access(onnxc, os.X_OK):
+        raise Failure("onnxc not found at %s (build it: cmake -B build && "
+                      "cmake --build build)" % onnxc)
+    try:
+        p = subprocess.run([onnxc, fxir, level, "-emit=onnx", "-o", out],
+                           capture_output=True, text=True, timeout=600,
+                           cwd=os.path.dirname(fxir))
+    except subprocess.TimeoutExpired:
+        raise Failure("onnxc %s timed out" % level)
+    if p.returncode != 0 or not os.path.exists(out):
+        raise Failure("onnxc %s exit %d: %s" % (level, p.returncode,
+                                                 first_lines(p.stderr or p.stdout)))
+
+
+def run_model(name, builder, onnxc, ortlib, workdir):
+    """Returns the table row: (nodes, diffs per level)."""
+    try:
+        model, args, dyn = builder()
+    except ImportError as e:
+        raise Skip("cannot build: %s" % e)
+    fresh = copy.deepcopy(model)
+    with torch.no_grad():
+        ref = flat_outputs(fresh(*args))
+    fxir = os.path.join(workdir, name + ".fxir")
+    try:
+        text = fxir_export.export(copy.deepcopy(model), args, fxir, dynamic_shapes=dyn)
+    except Exception as e:
+        raise Failure("export: %s: %s" % (type(e).__name__, first_lines(str(e), 1)))
+    names = graph_inputs(text)
+    feeds = flat_inputs(model, args)
+    if [n for n, _ in feeds] != names:
+        raise Failure("input names %s, expected %s" % (names, [n for n, _ in feeds]))
+    extra = []
+    if name in getattr(models, "EXTRA_INPUTS", {}):
+        extra_args = models.EXTRA_INPUTS[name]()
+        with torch.no_grad():
+            extra_ref = flat_outputs(copy.deepcopy(model)(*extra_args))
+        extra.append((flat_inputs(model, extra_args), extra_ref))
+    nodes, diffs = [], []
+    for level in LEVELS:
+        out = os.path.join(workdir, "%s%s.onnx" % (name, level))
+        compile_onnx(onnxc, fxir, level, out)
+        nodes.append(onnx_node_count(out))
+        worst = 0.0
+        for feed, expect in [(feeds, ref)] + extra:
+            try:
+                got = ortlib.run(out, dict(feed))
+            except Exception as e:
+                raise Failure("ORT %s: %s" % (level, first_lines(str(e), 2)))
+            worst = max(worst, compare(expect, list(got.values())))
+        diffs.append(worst)
+        if worst > TOLERANCE:
+            raise Failure("%s: max diff %.3g > %g" % (level, worst, TOLERANCE))
+    return nodes, diffs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--onnxc", default=os.environ.get("ONNXC_BUILD",
+                                                      os.path.join(REPO, "build", "onnxc")),
+                    help="the compiler (default $ONNXC_BUILD or build/onnxc)")
+    ap.add_argument("-k", dest="pattern", action="append",
+                    help="run only models whose name contains PATTERN or matches it as "
+                         "a glob (repeatable)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the work directory (.fxir, .onnx files) and print its path")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
+    a = ap.parse_args()
+
+    try:
+        import ortlib
+    except ImportError as e:
+        print("run_e2e: cannot import utils/ortlib.py (%s); it runs the ONNX models" % e)
+        print("0 passed, %d failed, 0 skipped" % len(models.ZOO))
+        return 1
+    onnxc = os.path.abspath(a.onnxc)
+
+    selected = [(n, b) for n, b in models.ZOO.items()
+                if not a.pattern or any(p in n or fnmatch.fnmatch(n, p) for p in a.pattern)]
+    workdir = tempfile.mkdtemp(prefix="onnxc-e2e.")
+    rows = []
+    counts = {"pass": 0, "fail": 0, "skip": 0}
+    try:
+        for name, builder in selected:
+            nodes, diffs, status, reason = ["-", "-"], ["-", "-"], "pass", ""
+            try:
+                n, d = run_model(name, builder, onnxc, ortlib, workdir)
+                nodes = [str(x) for x in n]
+                diffs = ["%.2g" % x for x in d]
+            except Skip as e:
+                status, reason = "skip", str(e)
+            except Failure as e:
+                status, reason = "fail", str(e)
+            except Exception as e:
+                status, reason = "fail", "%s: %s" % (type(e).__name__, first_lines(str(e), 1))
+                if a.verbose:
+                    traceback.print_exc()
+            counts[status] += 1
+            rows.append((name, "/".join(nodes), diffs[0], diffs[1], status, reason))
+            print("%-20s %s" % (name, status + (": " + reason if reason else "")),
+                  file=sys.stderr, flush=True)
+    finally:
+        if a.keep:
+            print("work directory: %s" % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    head = ("model", "nodes O0/O2", "diff O0", "diff O2", "result")
+    w = [max(len(head[i]), *(len(r[i]) for r in rows)) if rows else len(head[i])
+         for i in range(5)]
+    fmt = "  ".join("%%-%ds" % x for x in w)
+    print(fmt % head)
+    print(fmt % tuple("-" * x for x in w))
+    for r in rows:
+        line = fmt % r[:5]
+        if r[5]:
+            line += "  " + r[5]
+        print(line.rstrip())
+    print("%d passed, %d failed, %d skipped" % (counts["pass"], counts["fail"], counts["skip"]))
+    return 1 if counts["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1216 @@
+#!/usr/bin/python3
+"""Export a PyTorch model to onnxc's textual IR (.fxir) and a .safetensors file.
+
+    from fxir_export import export
+    export(model, (x,), "model.fxir")        # writes model.fxir and model.safetensors
+
+The graph is written at the ATen level exactly as PyTorch traced it: in-place
+ops such as aten::add_ stay in the graph (onnxc's functionalize pass removes
+them), nothing is decomposed here.  Parameters and buffers become `param` /
+`buffer` lines named by their state_dict key, which is also their key in the
+safetensors file.
+
+Two tracers:
+  * torch >= 2.1: torch.export.export; the ExportedProgram's graph signature
+    says which placeholders are parameters, buffers, constants and inputs.
+    Buffer and input mutations listed in the signature are written back as
+    aten::copy_ nodes, so the file means the same as with the other tracer.
+  * older torch (1.13): make_fx over a function of (params, buffers, inputs)
+    that calls the module through functional_call.  make_fx records neither
+    module scopes nor stack traces, so forward hooks and a patched
+    Graph.create_node record them while tracing.
+
+Command line: see `fxir_export.py --help`.
+"""
+
+import argparse
+import importlib.util
+import inspect
+import json
+import linecache
+import math
+import os
+import struct
+import sys
+import sysconfig
+
+import torch
+import torch.fx
+
+__all__ = ["export", "write_safetensors"]
+
+_THIS_FILE = os.path.abspath(__file__)
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _torch_version():
+    parts = []
+    for p in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in p if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+# ---------------------------------------------------------------------------
+# dtypes
+
+def _dtype_table():
+    # (torch attribute, .fxir name, safetensors name)
+    rows = [
+        ("float32", "f32", "F32"), ("float16", "f16", "F16"),
+        ("bfloat16", "bf16", "BF16"), ("float64", "f64", "F64"),
+        ("int8", "i8", "I8"), ("int16", "i16", "I16"), ("int32", "i32", "I32"),
+        ("int64", "i64", "I64"), ("uint8", "u8", "U8"), ("uint16", "u16", "U16"),
+        ("uint32", "u32", "U32"), ("uint64", "u64", "U64"), ("bool", "bool", "BOOL"),
+        ("complex64", "c64", "C64"), ("complex128", "c128", "C128"),
+        ("float8_e4m3fn", "f8e4m3fn", "F8_E4M3"),
+        ("float8_e4m3fnuz", "f8e4m3fnuz", "F8_E4M3FNUZ"),
+        ("float8_e5m2", "f8e5m2", "F8_E5M2"),
+        ("float8_e5m2fnuz", "f8e5m2fnuz", "F8_E5M2FNUZ"),
+        ("float8_e8m0fnu", "f8e8m0", "F8_E8M0"),
+    ]
+    fx, st = {}, {}
+    for attr, fxname, stname in rows:
+        dt = getattr(torch, attr, None)
+        if isinstance(dt, torch.dtype):
+            fx[dt] = fxname
+            st[dt] = stname
+    return fx, st
+
+
+_FX_DTYPE, _ST_DTYPE = _dtype_table()
+
+
+def _fx_dtype(dt):
+    try:
+        return _FX_DTYPE[dt]
+    except KeyError:
+        raise ExportError("dtype %s has no .fxir spelling" % dt) from None
+
+
+class ExportError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# tensors as bytes; safetensors
+
+def _tensor_bytes(t):
+    """Little-endian bytes of a tensor in row-major order."""
+    if sys.byteorder != "little":
+        raise ExportError("big-endian hosts are not supported")
+    t = t.detach().to("cpu").contiguous()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    elif t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    elif t.dtype not in (torch.float32, torch.float64, torch.float16, torch.int8,
+                         torch.int16, torch.int32, torch.int64, torch.uint8,
+                         torch.complex64, torch.complex128):
+        # float8 and unsigned types without numpy support: reinterpret bytes.
+        t = t.view(torch.uint8)
+    return t.numpy().tobytes()
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Write {name: tensor} as a safetensors file with the standard library.
+
+    Layout: u64 little-endian header size, a JSON header padded with spaces
+    to a multiple of 8, then the tensors packed without holes.  Tensors are
+    ordered by element size (largest first), then name, so that every tensor
+    starts at an offset aligned to its element size.
+    """
+    items = []
+    for name, t in tensors.items():
+        if t.dtype not in _ST_DTYPE:
+            raise ExportError("tensor %r: dtype %s has no safetensors name" % (name, t.dtype))
+        items.append((name, t))
+    items.sort(key=lambda kv: (-kv[1].element_size(), kv[0]))
+    header = {}
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    blobs, offset = [], 0
+    for name, t in items:
+        data = _tensor_bytes(t)
+        header[name] = {"dtype": _ST_DTYPE[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * ((-len(text)) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------
+# printing literals
+
+def _quote(s):
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif o < 0x20 or o == 0x7f:
+            out.append("\\x%02x" % o)
+        elif 0xd800 <= o <= 0xdfff:
+            out.append("?")  # lone surrogate: not valid UTF-8
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _float(x):
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    r = repr(x)
+    if "e" in r:
+        mant, exp = r.split("e")
+        exp = exp.lstrip("+")
+        return mant + "e" + exp
+    if "." not in r:
+        r += ".0"
+    return r
+
+
+_ENUM_NAMES = {}
+for _attr in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+              "sparse_bsc", "_mkldnn", "contiguous_format", "channels_last",
+              "channels_last_3d", "preserve_format"):
+    _v = getattr(torch, _attr, None)
+    if _v is not None:
+        _ENUM_NAMES[_v] = _attr.lstrip("_")
+
+
+def _value_name(name):
+    if name and all(c.isalnum() and c.isascii() or c in "_." for c in name):
+        return "%" + name
+    return "%" + _quote(name)
+
+
+# ---------------------------------------------------------------------------
+# symbolic dims
+
+def _sym_expr(d):
+    """The sympy expression behind a SymInt (torch 1.13 or 2.x), or None."""
+    node = getattr(d, "node", None)
+    if node is not None and hasattr(node, "expr"):
+        return node.expr
+    if hasattr(d, "get_pyobj"):
+        return d.get_pyobj().expr
+    if hasattr(d, "expr"):
+        return d.expr
+    return None
+
+
+def _is_symbolic(v):
+    return type(v).__name__ in ("SymInt", "SymIntNode", "PySymInt", "SymFloat",
+                                "SymFloatNode", "PySymFloat", "SymBool", "SymNode")
+
+
+class _Dims:
+    """Maps sympy symbols to the user's dim names or to concrete sizes."""
+
+    def __init__(self):
+        self.names = {}   # str(symbol) -> name (str) or concrete size (int)
+
+    def dim(self, d):
+        if isinstance(d, int):
+            return str(d)
+        expr = _sym_expr(d)
+        if expr is None:
+            return "?"
+        try:
+            import sympy
+        except ImportError:
+            return "?"
+        subs = {}
+        for s in expr.free_symbols:
+            v = self.names.get(str(s))
+            if isinstance(v, int):
+                subs[s] = sympy.Integer(v)
+            elif isinstance(v, str):
+                subs[s] = sympy.Symbol(v)
+        e = expr.subs(subs) if subs else expr
+        if e.is_Integer:
+            return str(int(e))
+        if e.is_Symbol:
+            return _dim_ident(str(e))
+        return _quote(str(e).replace(" ", ""))
+
+
+_KEYWORDS = frozenset((
+    "module graph func decomp weights opset param buffer const return where none "
+    "true false tensor seq opt scope loc trace name doc meta attrs type inf nan _ "
+    "f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool c64 c128 str f8e4m3fn "
+    "f8e4m3fnuz f8e5m2 f8e5m2fnuz u4 i4 f4e2m1 f8e8m0").split())
+
+
+def _dim_ident(name):
+    """A bare identifier when the lexer reads it as one, else a string."""
+    ok = (name and name.isascii() and (name[0].isalpha() or name[0] == "_")
+          and all(c.isalnum() or c in "_." for c in name)
+          and ".." not in name and not name.endswith(".")
+          and name not in _KEYWORDS)
+    return name if ok else _quote(name)
+
+
+# ---------------------------------------------------------------------------
+# provenance: module scopes and stack traces while tracing (torch 1.13)
+
+class _Provenance:
+    """While active, tag every FX node created with the module stack and the
+    user's stack trace (node.meta['fxir_scope'], node.meta['fxir_frames'])."""
+
+    def __init__(self, root, stop_code):
+        self.root = root
+        self.stop_code = stop_code
+        self.stack = []
+        self.handles = []
+        self.info = {}
+        for path, mod in root.named_modules(remove_duplicate=False):
+            if id(mod) not in self.info:
+                cls = type(mod)
+                self.info[id(mod)] = (path, "%s.%s" % (cls.__module__, cls.__qualname__))
+
+    def __enter__(self):
+        for mod in self.root.modules():
+            self.handles.append(mod.register_forward_pre_hook(self._pre))
+            self.handles.append(mod.register_forward_hook(self._post))
+        self.orig_create_node = torch.fx.Graph.create_node
+        prov = self
+
+        def create_node(graph, *args, **kwargs):
+            node = prov.orig_create_node(graph, *args, **kwargs)
+            node.meta["fxir_scope"] = list(prov.stack)
+            node.meta["fxir_frames"] = prov._user_frames()
+            return node
+
+        torch.fx.Graph.create_node = create_node
+        return self
+
+    def __exit__(self, *exc):
+        torch.fx.Graph.create_node = self.orig_create_node
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        return False
+
+    def _pre(self, mod, inputs):
+        self.stack.append(self.info.get(id(mod), ("?", type(mod).__qualname__)))
+
+    def _post(self, mod, inputs, output):
+        if self.stack:
+            self.stack.pop()
+
+    def _user_frames(self):
+        """(file, line, function) of user frames, outermost first."""
+        frames = []
+        f = sys._getframe(2)
+        while f is not None and f.f_code is not self.stop_code:
+            fn = os.path.abspath(f.f_code.co_filename)
+            if not (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE
+                    or fn.startswith(_STDLIB_DIR) or f.f_code.co_filename.startswith("<")):
+                frames.append((fn, f.f_lineno, f.f_code.co_name))
+            f = f.f_back
+        if f is None:
+            return []   # not inside the traced call
+        frames.reverse()
+        return frames
+
+
+def _short_path(fn, source_root):
+    """A path without the machine's layout: relative to source_root, or to
+    the sys.path entry it was imported from; else absolute."""
+    fn = os.path.abspath(fn)
+    roots = [source_root] + sorted((p for p in sys.path if p), key=len, reverse=True)
+    for r in roots:
+        r = os.path.abspath(r)
+        if fn.startswith(r + os.sep):
+            return os.path.relpath(fn, r).replace(os.sep, "/")
+    return fn
+
+
+# ---------------------------------------------------------------------------
+# input flattening
+
+def _flatten(name, value, out):
+    """Append (leaf_name, leaf) for the tensors in value; return a rebuild
+    function taking an iterator of the new leaves."""
+    if isinstance(value, torch.Tensor):
+        out.append((name, value))
+        return lambda it: next(it)
+    if isinstance(value, dict):
+        parts = [(k, _flatten("%s_%s" % (name, k), v, out)) for k, v in value.items()]
+        return lambda it: type(value)((k, r(it)) for k, r in parts) if type(value) is not dict \
+            else {k: r(it) for k, r in parts}
+    if isinstance(value, (list, tuple)):
+        parts = [_flatten("%s_%d" % (name, i), v, out) for i, v in enumerate(value)]
+        if hasattr(value, "_fields"):  # namedtuple
+            return lambda it: type(value)(*[r(it) for r in parts])
+        return lambda it: type(value)(r(it) for r in parts)
+    return lambda it: value   # non-tensor: a constant baked into the graph
+
+
+def _flatten_outputs(value, out):
+    if isinstance(value, torch.Tensor) or _is_symbolic(value):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _flatten_outputs(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _flatten_outputs(v, out)
+    elif value is None:
+        pass
+    else:
+        raise ExportError("model output of type %s is not a tensor" % type(value).__name__)
+
+
+def _bind_inputs(model, args, kwargs):
+    """[(name, value)] for the forward's parameters, in signature order."""
+    sig = inspect.signature(model.forward)
+    bound = sig.bind(*args, **(kwargs or {}))
+    named = []
+    for pname, p in sig.parameters.items():
+        if pname not in bound.arguments:
+            continue
+        v = bound.arguments[pname]
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            for i, a in enumerate(v):
+                named.append(("%s_%d" % (pname, i), a, "pos"))
+        elif p.kind == inspect.Parameter.VAR_KEYWORD:
+            for k, a in v.items():
+                named.append((k, a, "kw"))
+        elif p.kind == inspect.Parameter.KEYWORD_ONLY:
+            named.append((pname, v, "kw"))
+        else:
+            named.append((pname, v, "pos"))
+    return named
+
+
+def _dim_name(spec):
+    if isinstance(spec, str):
+        return spec
+    n = getattr(spec, "__name__", None)
+    if isinstance(n, str):
+        return n
+    raise ExportError("dynamic_shapes: cannot name dim %r" % (spec,))
+
+
+def _dynamic_for_leaves(dynamic_shapes, named, leaves):
+    """{leaf_index: {dim: name}} from dynamic_shapes keyed by forward
+    parameter name (or flattened leaf name), or a list in parameter order."""
+    result = {}
+    if not dynamic_shapes:
+        return result
+    if isinstance(dynamic_shapes, (list, tuple)):
+        dynamic_shapes = {named[i][0]: s for i, s in enumerate(dynamic_shapes) if s}
+    leaf_index = {n: i for i, (n, _) in enumerate(leaves)}
+    for key, spec in dynamic_shapes.items():
+        if spec is None:
+            continue
+        if key in leaf_index and isinstance(spec, dict) and all(isinstance(k, int) for k in spec):
+            result[leaf_index[key]] = {d: _dim_name(s) for d, s in spec.items()}
+            continue
+        # a structure matching the argument: flatten it alongside
+        sub = []
+        _flatten_spec(key, spec, sub)
+        for lname, dims in sub:
+            if lname not in leaf_index:
+                raise ExportError("dynamic_shapes: no tensor input named %r" % lname)
+            result[leaf_index[lname]] = {d: _dim_name(s) for d, s in dims.items()}
+    return result
+
+
+def _flatten_spec(name, spec, out):
+    if isinstance(spec, dict) and all(isinstance(k, int) for k in spec):
+        out.append((name, spec))
+    elif isinstance(spec, dict):
+        for k, v in spec.items():
+            _flatten_spec("%s_%s" % (name, k), v, out)
+    elif isinstance(spec, (list, tuple)):
+        for i, v in enumerate(spec):
+            _flatten_spec("%s_%d" % (name, i), v, out)
+
+
+# ---------------------------------------------------------------------------
+# the common description both tracers produce, and the printer
+
+class _Export:
+    def __init__(self):
+        self.gm = None
+        self.module_name = "Model"
+        self.placeholders = {}   # FX placeholder node -> (kind, key_or_name)
+        self.weights = {}        # key -> tensor (params and buffers)
+        self.outputs = []        # FX nodes (or constants) returned
+        self.mutations = []      # (target placeholder node, FX node holding new value)
+        self.dims = _Dims()
+        self.root_class = None
+        self.source_root = os.getcwd()
+
+
+def _node_types(node):
+    """The node's result type(s): a list of per-result objects (tensor meta,
+    FakeTensor, SymInt) or None when unknown."""
+    val = node.meta.get("val", None)
+    if val is None:
+        val = node.meta.get("tensor_meta", None)
+    return val
+
+
+def _is_multi(val):
+    """A list/tuple of results (TensorMetadata is itself a namedtuple)."""
+    return isinstance(val, (tuple, list)) and not hasattr(val, "_fields")
+
+
+def _type_of(v, dims):
+    if v is None:
+        return "?"
+    if isinstance(v, bool) or type(v).__name__ in ("SymBool",):
+        return "bool[]"
+    if isinstance(v, int) or type(v).__name__ in ("SymInt", "SymIntNode", "PySymInt"):
+        return "i64[]"
+    if isinstance(v, float) or type(v).__name__ in ("SymFloat", "SymFloatNode", "PySymFloat"):
+        return "f64[]"
+    shape = getattr(v, "shape", None)
+    dtype = getattr(v, "dtype", None)
+    if shape is None or dtype is None:
+        return "?"
+    return "%s[%s]" % (_fx_dtype(dtype), ",".join(dims.dim(d) for d in shape))
+
+
+def _op_name(target):
+    if isinstance(target, torch._ops.OpOverload):
+        ns, name = target._schema.name.split("::", 1)
+        ov = target._overloadname
+        return "%s::%s" % (ns, name) if ov == "default" else "%s::%s.%s" % (ns, name, ov)
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        # torch 1.13 records sym_size and friends as packets.
+        qual = getattr(target, "_qualified_op_name", "aten::" + target.__name__)
+        ns, name = qual.split("::", 1)
+        over = {"sym_size": ".int", "sym_stride": ".int"}.get(name, "")
+        return "%s::%s%s" % (ns, name, over)
+    mod = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", None)
+    if mod in ("_operator", "operator") and name:
+        return "_operator::" + name
+    if mod == "math" and name:
+        return "math::" + name
+    if name and mod.startswith("torch"):
+        # torch.sym_float, torch._sym_sqrt, ...
+        return "torch::" + name.lstrip("_")
+    raise ExportError("cannot name FX call target %r" % (target,))
+
+
+def _num_results(node, val):
+    """How many values a call produces: 0, 1 or n (a tuple or Tensor[])."""
+    t = node.target
+    schema = getattr(t, "_schema", None)
+    users_getitem = [u for u in node.users if u.op == "call_function"
+                     and u.target.__name__ == "getitem" and getattr(u.target, "__module__", "") in ("_operator", "operator")]
+    if _is_multi(val):
+        return len(val), True
+    if schema is not None:
+        rets = schema.returns
+        if len(rets) == 0:
+            return 0, False
+        if len(rets) > 1:
+            return len(rets), True
+        if str(rets[0].type).startswith(("List[", "Tensor[]", "Tensor?[]")) or "[]" in str(rets[0].type):
+            n = 1 + max([u.args[1] for u in users_getitem] or [-1])
+            return n, True
+        return 1, False
+    if users_getitem:
+        return 1 + max(u.args[1] for u in users_getitem), True
+    return 1, False
+
+
+class _Printer:
+    def __init__(self, ex):
+        self.ex = ex
+        self.names = {}     # FX node -> printed value name ("%x")
+        self.used = set()
+        self.lines = []
+
+    def fresh(self, want):
+        base = want or "v"
+        name, i = base, 0
+        while name in self.used:
+            i += 1
+            name = "%s_%d" % (base, i)
+        self.used.add(name)
+        return name
+
+    def arg(self, a, kind=None):
+        if isinstance(a, torch.fx.Node):
+            if a not in self.names:
+                raise ExportError("node %s used before its definition or not printable" % a.name)
+            return self.names[a]
+        if isinstance(a, bool):
+            return "true" if a else "false"
+        if isinstance(a, int):
+            return str(a)
+        if isinstance(a, float):
+            return _float(a)
+        if a is None:
+            return "none"
+        if isinstance(a, str):
+            return _quote(a)
+        if isinstance(a, torch.dtype):
+            return _fx_dtype(a)
+        if isinstance(a, torch.device):
+            return _quote(str(a))
+        if isinstance(a, (torch.layout, torch.memory_format)):
+            if a not in _ENUM_NAMES:
+                raise ExportError("no .fxir spelling for %s" % a)
+            return _ENUM_NAMES[a]
+        if isinstance(a, (list, tuple)):
+            if not a:
+                return "[:%s]" % (kind or "int")
+            return "[" + ", ".join(self.arg(x) for x in a) + "]"
+        if isinstance(a, complex):
+            raise ExportError("complex scalar arguments are not supported")
+        raise ExportError("cannot print argument %r of type %s" % (a, type(a).__name__))
+
+    def provenance(self, node):
+        ex = self.ex
+        out = []
+        scope = node.meta.get("fxir_scope")
+        if scope is not None:
+            items = [("", ex.root_class)] + [s for s in scope if s[0] != ""]
+            out.append("scope(" + ", ".join("%s: %s" % (_quote(p), _quote(c)) for p, c in items) + ")")
+        frames = node.meta.get("fxir_frames")
+        if frames:
+            fn, line, _ = frames[-1]
+            out.append("loc(%s:%d)" % (_quote(_short_path(fn, ex.source_root)), line))
+            text = []
+            for fn, line, func in frames:
+                text.append('File "%s", line %d, in %s' % (_short_path(fn, ex.source_root), line, func))
+                src = linecache.getline(fn, line).strip()
+                if src:
+                    text.append("    " + src)
+            out.append("trace(" + _quote("\n".join(text)) + ")")
+        return out
+
+    def emit_graph(self):
+        ex = self.ex
+        gm = ex.gm
+        graph = gm.graph
+        inputs, decls = [], []
+        # Placeholders first: graph inputs, then param/buffer/const lines.
+        for node in graph.nodes:
+            if node.op != "placeholder":
+                continue
+            kind, key = ex.placeholders[node]
+            vname = self.fresh(key)
+            self.names[node] = _value_name(vname)
+            ty = _type_of(_node_types(node), ex.dims)
+            if kind == "input":
+                inputs.append("%s: %s" % (_value_name(vname), ty))
+            elif kind in ("param", "buffer"):
+                decls.append("%s %s: %s = %s" % (kind, _value_name(vname), ty, _quote(key)))
+            elif kind == "const":
+                decls.append(self.const_decl(_value_name(vname), ex.weights_const[key]))
+            else:
+                raise ExportError("placeholder kind %s" % kind)
+        body = []
+        getitems = set()
+        for node in graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            if node.op == "get_attr":
+                t = _get_attr(gm, node.target)
+                if not isinstance(t, torch.Tensor):
+                    raise ExportError("get_attr %s is not a tensor" % node.target)
+                vname = _value_name(self.fresh(node.name))
+                self.names[node] = vname
+                decls.append(self.const_decl(vname, t))
+                continue
+            if node.op != "call_function":
+                raise ExportError("FX node %s: op %s is not supported" % (node.name, node.op))
+            if node in getitems:
+                continue
+            if _is_getitem(node):
+                raise ExportError("getitem %s on a value that is not a multi-result op" % node.name)
+            body.extend(self.call(node, getitems))
+        for target, new in ex.mutations:
+            res = self.fresh("copy_" + target.name)
+            ty = _type_of(_node_types(target), ex.dims)
+            body.append("%s = aten::copy_(%s, %s) : %s" % (
+                _value_name(res), self.names[target], self.arg(new), ty))
+        for o in ex.outputs:
+            if not isinstance(o, torch.fx.Node):
+                raise ExportError("model output %r is a constant, not a computed value" % (o,))
+        outs = [self.arg(o) for o in ex.outputs]
+        out_types = [_type_of(_node_types(o), ex.dims) if isinstance(o, torch.fx.Node) else "?"
+                     for o in ex.outputs]
+        lines = ["graph @forward(%s) -> (%s) {" % (", ".join(inputs), ", ".join(out_types))]
+        lines += ["  " + d for d in decls]
+        lines += ["  " + b for b in body]
+        lines.append("  return " + ", ".join(outs) if outs else "  return ()")
+        lines.append("}")
+        return lines
+
+    def call(self, node, getitems):
+        ex = self.ex
+        op = _op_name(node.target)
+        val = _node_types(node)
+        n, multi = _num_results(node, val)
+        schema = getattr(node.target, "_schema", None)
+        kinds = {}
+        if schema is not None:
+            for a in schema.arguments:
+                ty = str(a.type)
+                kinds[a.name] = ("tensor" if "Tensor" in ty else "float" if "float" in ty
+                                 else "string" if "str" in ty else "int")
+        pos_kinds = [kinds.get(a.name) for a in schema.arguments] if schema is not None else []
+        args = [self.arg(a, pos_kinds[i] if i < len(pos_kinds) else None)
+                for i, a in enumerate(node.args)]
+        args += ["%s = %s" % (k, self.arg(v, kinds.get(k))) for k, v in node.kwargs.items()]
+        call = "%s(%s)" % (op, ", ".join(args))
+        if n == 0:
+            text = call
+        elif not multi:
+            vname = _value_name(self.fresh(node.name))
+            self.names[node] = vname
+            text = "%s = %s : %s" % (vname, call, _type_of(val, ex.dims))
+        else:
+            results = [None] * n
+            types = ["?"] * n
+            for u in node.users:
+                if _is_getitem(u):
+                    i = u.args[1]
+                    getitems.add(u)
+                    if results[i] is None:
+                        results[i] = _value_name(self.fresh(u.name))
+                        types[i] = _type_of(_node_types(u), ex.dims)
+                    self.names[u] = results[i]
+            if _is_multi(val):
+                for i, v in enumerate(val):
+                    if v is not None:
+                        types[i] = _type_of(v, ex.dims)
+            for i in range(n):
+                if results[i] is None:
+                    results[i] = "_"
+            # Any unused result is `_`; a type list is only written when some is known.
+            tystr = ", ".join(types)
+            text = "%s = %s" % (", ".join(results), call)
+            if any(t != "?" for t in types):
+                text += " : " + tystr
+        prov = self.provenance(node)
+        out = [text]
+        if prov:
+            out.append("    " + " ".join(prov))
+        return out
+
+    def const_decl(self, vname, t):
+        t = t.detach().to("cpu")
+        ty = "%s[%s]" % (_fx_dtype(t.dtype), ",".join(str(d) for d in t.shape))
+        n = t.numel()
+        if 1 <= n <= 16 and t.dim() >= 1 and t.dtype in (
+                torch.float32, torch.float64, torch.int64, torch.int32, torch.int16,
+                torch.int8, torch.uint8, torch.bool):
+            flat = t.reshape(-1).tolist()
+            if t.dtype == torch.bool:
+                items = ["true" if x else "false" for x in flat]
+            elif t.dtype.is_floating_point:
+                items = [_float(x) for x in flat]
+            else:
+                items = [str(int(x)) for x in flat]
+            return "const %s: %s = [%s]" % (vname, ty, ", ".join(items))
+        return "const %s: %s = x\"%s\"" % (vname, ty, _tensor_bytes(t).hex())
+
+    def module(self):
+        ex = self.ex
+        lines = ["module @%s {" % _dim_ident(ex.module_name).replace('"', "")
+                 if _dim_ident(ex.module_name) == ex.module_name
+                 else "module @%s {" % _quote(ex.module_name)]
+        lines.append("  weights %s" % _quote(ex.weights_file))
+        lines += ["  " + l for l in self.emit_graph()]
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def _is_getitem(node):
+    t = node.target
+    return (node.op == "call_function" and getattr(t, "__name__", "") == "getitem"
+            and getattr(t, "__module__", "") in ("_operator", "operator"))
+
+
+def _get_attr(gm, target):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# ---------------------------------------------------------------------------
+# tracer: torch 1.13 (make_fx)
+
+def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        from torch.func import functional_call
+    except ImportError:
+        from torch.nn.utils.stateless import functional_call
+
+    ex = _Export()
+    named = _bind_inputs(model, args, kwargs)
+    leaves = []
+    rebuilders = [(n, how, _flatten(n, v, leaves)) for n, v, how in named]
+    dyn = _dynamic_for_leaves(dynamic_shapes, named, leaves)
+
+    params = list(model.named_parameters())
+    buffers = list(model.named_buffers())
+    # Snapshot the state before tracing: real-mode tracing runs the model,
+    # and in-place ops on buffers would change it.
+    state = [(k, v.detach().clone()) for k, v in params + buffers]
+    for k, v in state:
+        ex.weights[k] = v
+    nweights = len(state)
+    keys = [k for k, _ in state]
+    requires_grad = [True] * len(params) + [False] * len(buffers)
+    out_count = []
+
+    def call_model(*flat):
+        pb = dict(zip(keys, flat[:nweights]))
+        it = iter(flat[nweights:])
+        pos, kw = [], {}
+        for n, how, rebuild in rebuilders:
+            v = rebuild(it)
+            if how == "pos":
+                pos.append(v)
+            else:
+                kw[n] = v
+        out = functional_call(model, pb, tuple(pos), kw)
+        flat_out = []
+        _flatten_outputs(out, flat_out)
+        out_count.append(len(flat_out))
+        return tuple(flat_out)
+
+    fn = call_model
+    if not keep_inplace:
+        from functorch.experimental import functionalize
+        fn = functionalize(call_model)
+
+    def example_weights():
+        # Parameters keep requires_grad so that autograd-dependent fast
+        # paths (fused transformer kernels) are not taken, as torch.export.
+        return [v.clone().requires_grad_(rg) for (k, v), rg in zip(state, requires_grad)]
+
+    def example_inputs():
+        return [t.detach().clone() for _, t in leaves]
+
+    mode = "symbolic" if dyn else "real"
+    prov = _Provenance(model, call_model.__code__)
+    with prov:
+        gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *example_inputs())
+
+    # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
+    # of the computation.
+    for node in reversed(list(gm.graph.nodes)):
+        if (node.op == "call_function" and node.target is torch.ops.aten.detach.default
+                and not node.users):
+            gm.graph.erase_node(node)
+    gm.recompile()
+
+    if mode == "real":
+        # make_fx leaves multi-result nodes without metadata; ShapeProp
+        # records every result, including the length of Tensor[] results.
+        from torch.fx.passes.shape_prop import ShapeProp
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
+
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    _reuse_weight_placeholders(gm, model, dict(zip(keys, phs)))
+    for i, node in enumerate(phs):
+        if i < len(params):
+            ex.placeholders[node] = ("param", keys[i])
+        elif i < nweights:
+            ex.placeholders[node] = ("buffer", keys[i])
+        else:
+            ex.placeholders[node] = ("input", leaves[i - nweights][0])
+
+    if mode == "symbolic":
+        # make_fx gives every dim of every placeholder a symbol; all but the
+        # ones the user named are static and print as their sizes.
+        concrete = [v for _, v in state] + [t for _, t in leaves]
+        for i, node in enumerate(phs):
+            val = node.meta.get("val")
+            if val is None:
+                continue
+            for d, sd in enumerate(val.shape):
+                expr = _sym_expr(sd)
+                if expr is None or not getattr(expr, "is_Symbol", False):
+                    continue
+                name = dyn.get(i - nweights, {}).get(d) if i >= nweights else None
+                ex.dims.names[str(expr)] = name if name is not None else int(concrete[i].shape[d])
+        _check_dynamic(ex, phs, nweights, dyn, leaves)
+
+    out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
+    outs = out_node.args[0]
+    ex.outputs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    ex.gm = gm
+    return ex
+
+
+def _reuse_weight_placeholders(gm, model, ph_by_key):
+    """Modules that read their weights through another reference than the
+    attribute functional_call swaps (nn.LSTM's _flat_weights) leave them in
+    the graph as get_attr constants; point those back at the placeholders."""
+    def ident(t):
+        return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+    orig = {}
+    for k, t in list(model.named_parameters()) + list(model.named_buffers()):
+        orig.setdefault(ident(t), k)
+    for node in list(gm.graph.nodes):
+        if node.op != "get_attr":
+            continue
+        t = _get_attr(gm, node.target)
+        if isinstance(t, torch.Tensor) and ident(t) in orig:
+            node.replace_all_uses_with(ph_by_key[orig[ident(t)]])
+            gm.graph.erase_node(node)
+    gm.recompile()
+
+
+def _check_dynamic(ex, phs, nweights, dyn, leaves):
+    """Refuse dims the tracer specialized; warn about guards on named dims."""
+    env = None
+    named_syms = {k for k, v in ex.dims.names.items() if isinstance(v, str)}
+    for li, dims in dyn.items():
+        val = phs[nweights + li].meta.get("val")
+        for d, name in dims.items():
+            sd = val.shape[d] if val is not None else None
+            if isinstance(sd, int):
+                raise ExportError(
+                    "dim %d of input %r (%r) was specialized to %d while tracing; torch "
+                    "1.13 treats sizes 0 and 1 as constants: trace with a size >= 2"
+                    % (d, leaves[li][0], name, sd))
+            if sd is not None and hasattr(sd, "get_pyobj"):
+                env = getattr(sd.get_pyobj(), "shape_env", env)
+    seen = set()
+    for guard in getattr(env, "guards", []) or []:
+        expr, value = guard[0], guard[1]
+        syms = {str(s): s for s in getattr(expr, "free_symbols", ())}
+        if not set(syms) & named_syms or str(expr) in seen:
+            continue
+        seen.add(str(expr))
+        if _guard_holds_generally(expr, value, syms, ex.dims.names):
+            continue
+        text = str(expr)
+        for sym in syms:
+            v = ex.dims.names.get(sym)
+            if v is not None:
+                text = text.replace(sym, str(v))
+        print("fxir_export: warning: the graph is valid only where %s is %s"
+              % (text, value), file=sys.stderr)
+
+
+def _guard_holds_generally(expr, value, syms, names):
+    """True when a guard keeps its value for other sizes of the dynamic
+    dims (most guards, such as `numel == 0` being False, are harmless)."""
+    for size in (2, 3, 5, 8, 17, 64, 1000):
+        subs = {}
+        for sname, sym in syms.items():
+            v = names.get(sname)
+            subs[sym] = v if isinstance(v, int) else size
+        try:
+            if bool(expr.subs(subs)) != bool(value):
+                return False
+        except (TypeError, ValueError):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------
+# tracer: torch >= 2.1 (torch.export)
+
+def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace):
+    from torch.export import Dim, export as texport
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    ds = _to_export_dims(dynamic_shapes, Dim)
+    ep = texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds)
+    if not keep_inplace:
+        ep = ep.run_decompositions({})   # functionalizes, decomposes nothing
+    gm = ep.graph_module
+    sig = ep.graph_signature
+    ex = _Export()
+    phs = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    ex.weights_const = {}
+    for spec in sig.input_specs:
+        node = phs[spec.arg.name]
+        if spec.kind == InputKind.PARAMETER:
+            ex.placeholders[node] = ("param", spec.target)
+            ex.weights[spec.target] = ep.state_dict[spec.target].detach()
+        elif spec.kind == InputKind.BUFFER:
+            if spec.target in ep.state_dict:
+                t = ep.state_dict[spec.target]
+            else:   # non-persistent buffers live with the constants
+                t = ep.constants[spec.target]
+            ex.placeholders[node] = ("buffer", spec.target)
+            ex.weights[spec.target] = t.detach()
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            ex.placeholders[node] = ("const", spec.target)
+            ex.weights_const[spec.target] = ep.constants[spec.target]
+        elif spec.kind == InputKind.USER_INPUT:
+            ex.placeholders[node] = ("input", spec.arg.name)
+        else:
+            raise ExportError("input %s of kind %s is not supported" % (spec.arg.name, spec.kind))
+
+    out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
+    out_args = list(out_node.args[0])
+    by_input_name = {s.arg.name: phs[s.arg.name] for s in sig.input_specs}
+    target_to_ph = {s.target: phs[s.arg.name] for s in sig.input_specs if s.target is not None}
+    for spec, value in zip(sig.output_specs, out_args):
+        if spec.kind == OutputKind.USER_OUTPUT:
+            ex.outputs.append(value)
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            ex.mutations.append((target_to_ph[spec.target], value))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            ex.mutations.append((by_input_name[spec.target], value))
+        else:
+            raise ExportError("output of kind %s is not supported" % spec.kind)
+
+    # Provenance from the metadata torch.export records.
+    for node in gm.graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if stack:
+            scope = []
+            for _, (path, cls) in stack.items():
+                if not isinstance(cls, str):
+                    cls = "%s.%s" % (cls.__module__, cls.__qualname__)
+                if path.startswith("L['self']."):
+                    path = path[len("L['self']."):]
+                elif path == "L['self']":
+                    path = ""
+                scope.append((path, cls))
+            node.meta["fxir_scope"] = scope
+        elif node.op == "call_function":
+            node.meta["fxir_scope"] = []
+        st = node.meta.get("stack_trace")
+        if st:
+            node.meta["fxir_frames"] = _parse_stack_trace(st)
+
+    # Symbolic dims: the user's names for the input symbols.
+    user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    named = _bind_inputs(model, args, kwargs)
+    leaves = []
+    for n, v, _ in named:
+        _flatten(n, v, leaves)
+    dyn = _dynamic_for_leaves(dynamic_shapes, named, leaves)
+    if len(user_specs) == len(leaves):
+        # Name the inputs like the make_fx path does (x, inputs_a, xs_0).
+        for spec, (lname, _) in zip(user_specs, leaves):
+            ex.placeholders[phs[spec.arg.name]] = ("input", lname)
+    for li, spec in enumerate(user_specs):
+        val = phs[spec.arg.name].meta.get("val")
+        if val is None or li >= len(leaves):
+            continue
+        for d, sd in enumerate(getattr(val, "shape", ())):
+            expr = _sym_expr(sd) if not isinstance(sd, int) else None
+            if expr is not None and getattr(expr, "is_Symbol", False):
+                name = dyn.get(li, {}).get(d)
+                if name is not None:
+                    ex.dims.names[str(expr)] = name
+    ex.gm = gm
+    return ex
+
+
+def _to_export_dims(dynamic_shapes, Dim):
+    """Turn {"x": {0: "batch"}} into torch.export Dim objects (one per name)."""
+    if not dynamic_shapes:
+        return None
+    made = {}
+
+    def conv(s):
+        if isinstance(s, str):
+            if s not in made:
+                made[s] = Dim(s)
+            return made[s]
+        if isinstance(s, dict):
+            return {k: conv(v) for k, v in s.items()}
+        if isinstance(s, (list, tuple)):
+            return type(s)(conv(v) for v in s)
+        return s
+
+    return conv(dynamic_shapes)
+
+
+def _parse_stack_trace(text):
+    """[(file, line, function)] from a Python traceback text."""
+    frames = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith('File "'):
+            continue
+        try:
+            fn = line[6:line.index('"', 6)]
+            rest = line[line.index('"', 6) + 1:]
+            lineno = int(rest.split("line", 1)[1].split(",")[0])
+            func = rest.split(" in ", 1)[1].strip() if " in " in rest else "?"
+        except (ValueError, IndexError):
+            continue
+        if fn.startswith(_TORCH_DIR):
+            continue
+        frames.append((fn, lineno, func))
+    return frames
+
+
+# ---------------------------------------------------------------------------
+# entry point
+
+def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
+           source_root=None):
+    """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
+    safetensors file beside it (same stem).  Returns the .fxir text.
+
+    dynamic_shapes: {"x": {0: "batch"}} names dims of forward parameter x
+    (strings or torch.export.Dim); nested dict/list inputs take a matching
+    structure or the flattened name ("inputs_a").
+    keep_inplace: leave in-place ops in the graph (default; onnxc's
+    functionalize pass handles them).  False functionalizes while tracing
+    (make_fx) or runs ExportedProgram.run_decompositions({}) (torch.export).
+    torch.export versions that return a functional graph keep no in-place
+    ops either way; their buffer and input mutations come back as
+    aten::copy_ nodes at the end of the graph.
+    source_root: file paths in loc()/trace() are written relative to it
+    (default: the current directory).
+    """
+    if not isinstance(args, tuple):
+        args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    if _torch_version() >= (2, 1) and hasattr(torch, "export"):
+        ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace)
+    else:
+        ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
+    if not hasattr(ex, "weights_const"):
+        ex.weights_const = {}
+    ex.module_name = type(model).__name__
+    cls = type(model)
+    ex.root_class = "%s.%s" % (cls.__module__, cls.__qualname__)
+    if source_root is not None:
+        ex.source_root = os.path.abspath(source_root)
+    stem = os.path.splitext(path)[0]
+    st_path = stem + ".safetensors"
+    ex.weights_file = os.path.basename(st_path)
+    text = _Printer(ex).module()
+    write_safetensors(st_path, ex.weights)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return text
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+def _load_class(spec):
+    if ":" not in spec:
+        raise SystemExit("--module wants path/to/file.py:ClassName")
+    fn, cls = spec.rsplit(":", 1)
+    name = os.path.splitext(os.path.basename(fn))[0]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(fn)))
+    mspec = importlib.util.spec_from_file_location(name, fn)
+    mod = importlib.util.module_from_spec(mspec)
+    sys.modules[name] = mod
+    mspec.loader.exec_module(mod)
+    return getattr(mod, cls)
+
+
+_DTYPE_BY_NAME = {v: k for k, v in _FX_DTYPE.items()}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="fxir_export.py",
+        description="Trace a PyTorch model and write onnxc's .fxir text plus a "
+                    ".safetensors file with its parameters and buffers (same stem). "
+                    "torch >= 2.1 traces with torch.export.export, older torch with "
+                    "make_fx. In-place ops are kept; nothing is decomposed.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--torchvision", metavar="NAME",
+                     help="a torchvision.models constructor, e.g. resnet18 "
+                          "(random weights: weights=None, seeded)")
+    src.add_argument("--module", metavar="FILE.py:CLASS",
+                     help="a module class built with no constructor arguments")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.fxir",
+                   help="the .fxir file; OUT.safetensors is written beside it")
+    p.add_argument("--input-shape", action="append", metavar="D0,D1,...",
+                   help="shape of one forward input (repeat for several); "
+                        "default for --torchvision: BATCH,3,224,224")
+    p.add_argument("--input-dtype", action="append", metavar="DTYPE",
+                   help="dtype of the matching --input-shape (f32, i64, ...); default f32")
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch size for --torchvision (default 1, or 2 with --dynamic-batch: "
+                        "torch 1.13 treats a size-1 dim as a constant)")
+    p.add_argument("--dynamic-batch", action="store_true",
+                   help="make dim 0 of every input a symbolic dim named 'batch'")
+    p.add_argument("--seed", type=int, default=0, help="RNG seed for weights and inputs (default 0)")
+    p.add_argument("--functionalize", action="store_true",
+                   help="functionalize while tracing instead of keeping in-place ops")
+    a = p.parse_args(argv)
+
+    torch.manual_seed(a.seed)
+    if a.torchvision:
+        import torchvision
+        ctor = getattr(torchvision.models, a.torchvision, None)
+        if ctor is None:
+            raise SystemExit("torchvision.models has no %r" % a.torchvision)
+        model = ctor(weights=None)
+        batch = a.batch if a.batch is not None else (2 if a.dynamic_batch else 1)
+        shapes = a.input_shape or ["%d,3,224,224" % batch]
+    else:
+        model = _load_class(a.module)()
+        if not a.input_shape:
+            raise SystemExit("--module needs --input-shape")
+        shapes = a.input_shape
+    model.eval()
+    dtypes = a.input_dtype or []
+    inputs = []
+    for i, s in enumerate(shapes):
+        shape = [int(x) for x in s.split(",") if x.strip()]
+        dt = _DTYPE_BY_NAME.get(dtypes[i] if i < len(dtypes) else "f32")
+        if dt is None:
+            raise SystemExit("unknown dtype %r" % dtypes[i])
+        if dt.is_floating_point:
+            inputs.append(torch.randn(shape, dtype=dt))
+        elif dt == torch.bool:
+            inputs.append(torch.rand(shape) > 0.5)
+        else:
+            inputs.append(torch.randint(0, 10, shape, dtype=dt))
+    dyn = None
+    if a.dynamic_batch:
+        params = [n for n, _, _ in _bind_inputs(model, inputs, None)]
+        dyn = {n: {0: "batch"} for n in params}
+    try:
+        export(model, tuple(inputs), a.output, dynamic_shapes=dyn,
+               keep_inplace=not a.functionalize)
+    except ExportError as e:
+        print("fxir_export: error: %s" % e, file=sys.stderr)
+        return 1
+    print("wrote %s and %s" % (a.output, os.path.splitext(a.output)[0] + ".safetensors"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
