@@ -13,10 +13,75 @@ Module *module_new(Sym name)
 	return m;
 }
 
+/* An open-addressing set of Syms; the module's value names. */
+struct NameSet { Sym *slot; uint32_t n, cap; };
+
+static void names_add(struct NameSet *ns, Sym s);
+
+static void names_grow(struct NameSet *ns)
+{
+	struct NameSet old = *ns;
+	ns->cap = old.cap ? old.cap * 2 : 1024;
+	ns->slot = calloc(ns->cap, sizeof *ns->slot);
+	if (!ns->slot)
+		ONNXC_BUG("out of memory");
+	ns->n = 0;
+	for (uint32_t i = 0; i < old.cap; i++)
+		if (old.slot[i])
+			names_add(ns, old.slot[i]);
+	free(old.slot);
+}
+
+/* Returns through the set; adding a present name is a no-op. */
+static int names_has(const struct NameSet *ns, Sym s)
+{
+	for (uint32_t h = (s * 2654435761u) & (ns->cap - 1); ns->slot[h]; h = (h + 1) & (ns->cap - 1))
+		if (ns->slot[h] == s)
+			return 1;
+	return 0;
+}
+
+static void names_add(struct NameSet *ns, Sym s)
+{
+	if (!s)
+		return;
+	if ((ns->n + 1) * 2 > ns->cap)
+		names_grow(ns);
+	uint32_t h = (s * 2654435761u) & (ns->cap - 1);
+	for (; ns->slot[h]; h = (h + 1) & (ns->cap - 1))
+		if (ns->slot[h] == s)
+			return;
+	ns->slot[h] = s;
+	ns->n++;
+}
+
+Sym value_fresh_name(Module *m, Sym base)
+{
+	if (!m->names) {
+		m->names = calloc(1, sizeof *m->names);
+		if (!m->names)
+			ONNXC_BUG("out of memory");
+		names_grow(m->names);
+		for (uint32_t i = 1; i < m->vals.n; i++)
+			names_add(m->names, m->vals.v[i].name);
+	}
+	Sym s = base ? base : sym_cstr("v");
+	char buf[512];
+	for (uint32_t k = 1; names_has(m->names, s); k++) {
+		snprintf(buf, sizeof buf, "%.400s_%u", sym_str(base ? base : sym_cstr("v")), k);
+		s = sym_cstr(buf);
+	}
+	names_add(m->names, s);
+	return s;
+}
+
 void module_free(Module *m)
 {
 	if (!m)
 		return;
+	if (m->names)
+		free(m->names->slot);
+	free(m->names);
 	arena_free(&m->arena);
 	free(m);
 }
@@ -36,6 +101,8 @@ ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind)
 	v.type = type;
 	v.kind = (uint8_t)kind;
 	VEC_PUSH(&m->arena, m->vals, v);
+	if (m->names)
+		names_add(m->names, name);
 	return m->vals.n - 1;
 }
 

@@ -329,6 +329,7 @@ typedef struct Module {
 	MetaProp *meta;
 	Str doc;
 	Sym file;                   /* where it was read from */
+	struct NameSet *names;      /* value names in use (ir.c), built on demand */
 } Module;
 
 /* ---- ir.c: construction and edits --------------------------------------- */
@@ -336,6 +337,9 @@ Module *module_new(Sym name);
 void module_free(Module *m);
 Graph *graph_new(Module *m, Sym name, Graph *parent);
 ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind);
+/* A value name not used anywhere in m: `base`, else `base_1`, `base_2`...
+ * Passes name the values they create with it. */
+Sym value_fresh_name(Module *m, Sym base);
 static inline Value *val(Module *m, ValueId id) { return &m->vals.v[id]; }
 Node *node_new(Module *m, Sym domain, Sym name, uint32_t nres, uint32_t nargs, uint32_t nkw);
 void node_append(Graph *g, Node *n);
