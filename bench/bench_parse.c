@@ -1,6 +1,6 @@
 /* bench_parse.c - parse, verify and print speed on a generated graph.
  *
- *   onnxc-bench [NODES] [REPEATS]
+ *   onnxc-bench [NODES] [REPEATS] [--plain]
  *
  * Generates a straight-line graph of NODES ATen/ONNX nodes (default
  * 100000) with types and provenance like an exported model's, then times
@@ -18,7 +18,7 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static char *generate(long nodes, size_t *len)
+static char *generate(long nodes, int plain, size_t *len)
 {
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
@@ -32,8 +32,11 @@ static char *generate(long nodes, size_t *len)
 		case 2: fprintf(f, "    %%v%ld = aten::mul.Tensor(%%v%ld, 0.5) : f32[s0,64]", i, i - 1); break;
 		default: fprintf(f, "    %%v%ld = aten::add.Tensor(%%v%ld, %%x, alpha = 1) : f32[s0,64]", i, i - 1); break;
 		}
-		fprintf(f, " scope(\"\": \"__main__.Bench\", \"layer%ld\": \"torch.nn.Linear\") loc(\"model.py\":%ld)\n",
-			i / 4, 10 + i % 50);
+		if (plain)
+			fputc('\n', f);
+		else
+			fprintf(f, " scope(\"\": \"__main__.Bench\", \"layer%ld\": \"torch.nn.Linear\") loc(\"model.py\":%ld)\n",
+				i / 4, 10 + i % 50);
 	}
 	fprintf(f, "    return %%v%ld\n  }\n}\n", nodes - 1);
 	fclose(f);
@@ -56,15 +59,16 @@ int main(int argc, char **argv)
 {
 	long nodes = argc > 1 ? atol(argv[1]) : 100000;
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	int plain = argc > 3 && strcmp(argv[3], "--plain") == 0;
 	if (nodes < 1 || reps < 1 || reps > 1000) {
-		fprintf(stderr, "usage: onnxc-bench [NODES] [REPEATS]\n");
+		fprintf(stderr, "usage: onnxc-bench [NODES] [REPEATS] [--plain]\n");
 		return 2;
 	}
 	size_t len;
-	char *text = generate(nodes, &len);
+	char *text = generate(nodes, plain, &len);
 	double *tp = calloc((size_t)reps, sizeof *tp), *tv = calloc((size_t)reps, sizeof *tv),
 	       *to = calloc((size_t)reps, sizeof *to);
-	size_t bytes = 0;
+	size_t bytes = 0, reserved = 0;
 	FILE *null = fopen("/dev/null", "w");
 	for (int r = 0; r < reps; r++) {
 		double t0 = now();
@@ -78,17 +82,19 @@ int main(int argc, char **argv)
 		print_module(null, m);
 		double t3 = now();
 		tp[r] = t1 - t0, tv[r] = t2 - t1, to[r] = t3 - t2;
-		bytes = m->arena.total;
+		bytes = arena_used(&m->arena) + m->vals.n * sizeof(Value);
+		reserved = m->arena.total + m->vals.cap * sizeof(Value);
 		module_free(m);
 	}
 	double p = median(tp, reps), v = median(tv, reps), o = median(to, reps);
-	printf("nodes            %ld\n", nodes);
+	printf("nodes            %ld%s\n", nodes, plain ? " (no provenance trailers)" : " (with scope and loc on each)");
 	printf("input            %.1f MB\n", (double)len / 1e6);
 	printf("parse   median   %8.1f ms  %10.0f nodes/s\n", p * 1e3, (double)nodes / p);
 	printf("verify  median   %8.1f ms  %10.0f nodes/s\n", v * 1e3, (double)nodes / v);
 	printf("parse+verify     %8.1f ms  %10.0f nodes/s\n", (p + v) * 1e3, (double)nodes / (p + v));
 	printf("print   median   %8.1f ms  %10.0f nodes/s\n", o * 1e3, (double)nodes / o);
-	printf("arena            %.1f bytes/node\n", (double)bytes / (double)nodes);
+	printf("IR memory        %.1f bytes/node used (arena + value table), %.1f reserved\n",
+	       (double)bytes / (double)nodes, (double)reserved / (double)nodes);
 	fclose(null);
 	free(tp), free(tv), free(to), free(text);
 	return 0;

@@ -173,8 +173,31 @@ static int lex_float(P *p, const char *s, const char *e, double *out)
 	return 1;
 }
 
+static void lex_opname_slow(const char *s, const char *e, OpName *out);
+
+/* Op names repeat on almost every line: a small cache keyed by the text
+ * saves the interner's probe.  Entries point into the interner's stable
+ * copies, so they stay valid across inputs. */
+enum { OPCACHE = 64 };
+static struct { const char *text; size_t n; OpName op; } opcache[OPCACHE];
+
 /* Splits "dom.ain::na.me" into the two interned halves. */
 static void lex_opname(const char *s, const char *e, OpName *out)
+{
+	size_t len0 = (size_t)(e - s);
+	uint32_t slot = (uint32_t)hash_mem(s, len0) & (OPCACHE - 1);
+	if (opcache[slot].n == len0 && memcmp(opcache[slot].text, s, len0) == 0) {
+		*out = opcache[slot].op;
+		return;
+	}
+	Sym whole = sym_intern(s, len0);
+	opcache[slot].text = sym_str(whole);
+	opcache[slot].n = len0;
+	lex_opname_slow(s, e, out);
+	opcache[slot].op = *out;
+}
+
+static void lex_opname_slow(const char *s, const char *e, OpName *out)
 {
 	const char *c = s;
 	while (!(c[0] == ':' && c[1] == ':'))
@@ -186,58 +209,6 @@ static void lex_opname(const char *s, const char *e, OpName *out)
 	if (len > 8 && memcmp(e - 8, ".default", 8) == 0)
 		len -= 8;
 	out->name = sym_intern(n, len);
-}
-
-/* Keywords and dtype names, found by their interned Sym: the identifier
- * is interned anyway, so one hash lookup classifies it. */
-enum { KWMAP = 128 };
-static struct { Sym sym; int tok; int64_t dtype; } kwmap[KWMAP];
-
-static void kw_add(const char *w, int tok, int64_t dt)
-{
-	Sym s = sym_cstr(w);
-	uint32_t h = (s * 2654435761u) & (KWMAP - 1);
-	while (kwmap[h].sym)
-		h = (h + 1) & (KWMAP - 1);
-	kwmap[h].sym = s;
-	kwmap[h].tok = tok;
-	kwmap[h].dtype = dt;
-}
-
-static void kw_init(void)
-{
-	static const struct { const char *w; int tok; } kw[] = {
-		{ "module", KW_MODULE }, { "graph", KW_GRAPH }, { "func", KW_FUNC },
-		{ "decomp", KW_DECOMP }, { "weights", KW_WEIGHTS }, { "opset", KW_OPSET },
-		{ "param", KW_PARAM }, { "buffer", KW_BUFFER }, { "const", KW_CONST },
-		{ "return", KW_RETURN }, { "where", KW_WHERE }, { "none", KW_NONE },
-		{ "true", KW_TRUE }, { "false", KW_FALSE }, { "tensor", KW_TENSOR },
-		{ "seq", KW_SEQ }, { "opt", KW_OPT }, { "scope", KW_SCOPE },
-		{ "loc", KW_LOC }, { "trace", KW_TRACE }, { "name", KW_NAME },
-		{ "doc", KW_DOC }, { "meta", KW_META }, { "attrs", KW_ATTRS },
-		{ "type", KW_TYPE },
-	};
-	for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
-		kw_add(kw[i].w, kw[i].tok, 0);
-	for (int t = 1; t < DT_COUNT; t++)
-		kw_add(dtype_name((DType)t), DTYPE, t);
-}
-
-/* The token for an identifier: a keyword, a dtype or IDENT. */
-static int classify(Sym s, YYSTYPE *lval)
-{
-	static int ready;
-	if (!ready) {
-		kw_init();
-		ready = 1;
-	}
-	for (uint32_t h = (s * 2654435761u) & (KWMAP - 1); kwmap[h].sym; h = (h + 1) & (KWMAP - 1))
-		if (kwmap[h].sym == s) {
-			lval->i = kwmap[h].dtype;
-			return kwmap[h].tok;
-		}
-	lval->sym = s;
-	return IDENT;
 }
 
 /* The raw scanner: one token per call, no error-recovery skipping. */
@@ -304,7 +275,58 @@ loop:
 	"_" { tok = UNDERSCORE; goto done; }
 	[(){}[\],=:<>?] { tok = (unsigned char)*start; goto done; }
 
-	ident { tok = classify(sym_intern(start, (size_t)(l->cur - start)), lval); goto done; }
+	/* Keywords and dtype names are matched here, before ident: re2c
+	 * prefers the longest match, then the first rule. */
+	"module" { tok = KW_MODULE; goto done; }
+	"graph" { tok = KW_GRAPH; goto done; }
+	"func" { tok = KW_FUNC; goto done; }
+	"decomp" { tok = KW_DECOMP; goto done; }
+	"weights" { tok = KW_WEIGHTS; goto done; }
+	"opset" { tok = KW_OPSET; goto done; }
+	"param" { tok = KW_PARAM; goto done; }
+	"buffer" { tok = KW_BUFFER; goto done; }
+	"const" { tok = KW_CONST; goto done; }
+	"return" { tok = KW_RETURN; goto done; }
+	"where" { tok = KW_WHERE; goto done; }
+	"none" { tok = KW_NONE; goto done; }
+	"true" { tok = KW_TRUE; goto done; }
+	"false" { tok = KW_FALSE; goto done; }
+	"tensor" { tok = KW_TENSOR; goto done; }
+	"seq" { tok = KW_SEQ; goto done; }
+	"opt" { tok = KW_OPT; goto done; }
+	"scope" { tok = KW_SCOPE; goto done; }
+	"loc" { tok = KW_LOC; goto done; }
+	"trace" { tok = KW_TRACE; goto done; }
+	"name" { tok = KW_NAME; goto done; }
+	"doc" { tok = KW_DOC; goto done; }
+	"meta" { tok = KW_META; goto done; }
+	"attrs" { tok = KW_ATTRS; goto done; }
+	"type" { tok = KW_TYPE; goto done; }
+	"f32" { lval->i = DT_F32; tok = DTYPE; goto done; }
+	"u8" { lval->i = DT_U8; tok = DTYPE; goto done; }
+	"i8" { lval->i = DT_I8; tok = DTYPE; goto done; }
+	"u16" { lval->i = DT_U16; tok = DTYPE; goto done; }
+	"i16" { lval->i = DT_I16; tok = DTYPE; goto done; }
+	"i32" { lval->i = DT_I32; tok = DTYPE; goto done; }
+	"i64" { lval->i = DT_I64; tok = DTYPE; goto done; }
+	"str" { lval->i = DT_STR; tok = DTYPE; goto done; }
+	"bool" { lval->i = DT_BOOL; tok = DTYPE; goto done; }
+	"f16" { lval->i = DT_F16; tok = DTYPE; goto done; }
+	"f64" { lval->i = DT_F64; tok = DTYPE; goto done; }
+	"u32" { lval->i = DT_U32; tok = DTYPE; goto done; }
+	"u64" { lval->i = DT_U64; tok = DTYPE; goto done; }
+	"c64" { lval->i = DT_C64; tok = DTYPE; goto done; }
+	"c128" { lval->i = DT_C128; tok = DTYPE; goto done; }
+	"bf16" { lval->i = DT_BF16; tok = DTYPE; goto done; }
+	"f8e4m3fn" { lval->i = DT_F8E4M3FN; tok = DTYPE; goto done; }
+	"f8e4m3fnuz" { lval->i = DT_F8E4M3FNUZ; tok = DTYPE; goto done; }
+	"f8e5m2" { lval->i = DT_F8E5M2; tok = DTYPE; goto done; }
+	"f8e5m2fnuz" { lval->i = DT_F8E5M2FNUZ; tok = DTYPE; goto done; }
+	"u4" { lval->i = DT_U4; tok = DTYPE; goto done; }
+	"i4" { lval->i = DT_I4; tok = DTYPE; goto done; }
+	"f4e2m1" { lval->i = DT_F4E2M1; tok = DTYPE; goto done; }
+	"f8e8m0" { lval->i = DT_F8E8M0; tok = DTYPE; goto done; }
+	ident { lval->sym = sym_intern(start, (size_t)(l->cur - start)); tok = IDENT; goto done; }
 	* {
 		unsigned char c = (unsigned char)*start;
 		if (c == 0)

@@ -97,3 +97,11 @@ void arena_reset(Arena *a)
 	c->next = NULL;
 	c->used = 0;
 }
+
+size_t arena_used(const Arena *a)
+{
+	size_t n = 0;
+	for (const ArenaChunk *c = a->head; c; c = c->next)
+		n += c->used;
+	return n;
+}

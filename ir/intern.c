@@ -8,7 +8,10 @@ typedef struct { const char *s; size_t n; } Entry;
 
 static Entry *tab;              /* tab[0] unused */
 static uint32_t ntab, captab;
-static uint32_t *slots;         /* hash slot -> Sym */
+/* A slot keeps the hash beside the Sym, so a probe that misses does not
+ * touch the string table. */
+typedef struct { uint32_t sym, hash; } Slot;
+static Slot *slots;
 static uint32_t nslots;
 static Arena strings;
 
@@ -36,14 +39,16 @@ static uint32_t hash(const char *s, size_t n) { return (uint32_t)hash_mem(s, n);
 static void rehash(void)
 {
 	uint32_t n = nslots ? nslots * 2 : 1024;
-	uint32_t *ns = calloc(n, sizeof *ns);
+	Slot *ns = calloc(n, sizeof *ns);
 	if (!ns)
 		ONNXC_BUG("out of memory");
-	for (uint32_t i = 1; i < ntab; i++) {
-		uint32_t h = hash(tab[i].s, tab[i].n) & (n - 1);
-		while (ns[h])
+	for (uint32_t i = 0; i < nslots; i++) {
+		if (!slots[i].sym)
+			continue;
+		uint32_t h = slots[i].hash & (n - 1);
+		while (ns[h].sym)
 			h = (h + 1) & (n - 1);
-		ns[h] = i;
+		ns[h] = slots[i];
 	}
 	free(slots);
 	slots = ns;
@@ -56,11 +61,13 @@ Sym sym_intern(const char *s, size_t n)
 		ntab = 1;
 	if ((ntab + 1) * 2 > nslots)
 		rehash();
-	uint32_t h = hash(s, n) & (nslots - 1);
-	for (; slots[h]; h = (h + 1) & (nslots - 1)) {
-		Entry *e = &tab[slots[h]];
+	uint32_t full = hash(s, n), h = full & (nslots - 1);
+	for (; slots[h].sym; h = (h + 1) & (nslots - 1)) {
+		if (slots[h].hash != full)
+			continue;
+		Entry *e = &tab[slots[h].sym];
 		if (e->n == n && memcmp(e->s, s, n) == 0)
-			return slots[h];
+			return slots[h].sym;
 	}
 	if (ntab >= captab) {
 		captab = captab ? captab * 2 : 1024;
@@ -69,7 +76,7 @@ Sym sym_intern(const char *s, size_t n)
 			ONNXC_BUG("out of memory");
 	}
 	tab[ntab] = (Entry){ arena_strndup(&strings, s, n), n };
-	slots[h] = ntab;
+	slots[h] = (Slot){ ntab, full };
 	return ntab++;
 }
 

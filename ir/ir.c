@@ -9,7 +9,7 @@ Module *module_new(Sym name)
 	if (!m)
 		ONNXC_BUG("out of memory");
 	m->name = name;
-	VEC_PUSH(&m->arena, m->vals, ((Value){ 0 }));  /* VNONE */
+	value_new(m, 0, NULL, VK_NODE);     /* VNONE */
 	return m;
 }
 
@@ -82,6 +82,7 @@ void module_free(Module *m)
 	if (m->names)
 		free(m->names->slot);
 	free(m->names);
+	free(m->vals.v);
 	arena_free(&m->arena);
 	free(m);
 }
@@ -100,7 +101,17 @@ ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind)
 	v.name = name;
 	v.type = type;
 	v.kind = (uint8_t)kind;
-	VEC_PUSH(&m->arena, m->vals, v);
+	/* The value table is the one array that grows with the graph: it is
+	 * realloc'd, not in the arena, so growth leaves no dead copies. */
+	if (m->vals.n == m->vals.cap) {
+		uint32_t cap = m->vals.cap ? m->vals.cap * 2 : 256;
+		Value *nv = realloc(m->vals.v, cap * sizeof *nv);
+		if (!nv)
+			ONNXC_BUG("out of memory");
+		m->vals.v = nv;
+		m->vals.cap = cap;
+	}
+	m->vals.v[m->vals.n++] = v;
 	if (m->names)
 		names_add(m->names, name);
 	return m->vals.n - 1;

@@ -36,6 +36,7 @@ void *arena_dup(Arena *a, const void *p, size_t n);
 void arena_free(Arena *a);
 /* Forget every allocation but keep the newest chunk for reuse. */
 void arena_reset(Arena *a);
+size_t arena_used(const Arena *a);          /* bytes handed out */
 /* Grow an arena array of elements of size sz from *cap to at least need. */
 void *arena_grow(Arena *a, void *p, uint32_t *cap, uint32_t need, size_t sz);
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
@@ -320,7 +321,7 @@ typedef struct Module {
 	Arena arena;
 	Sym name;
 	Sym weights;                /* safetensors file, relative to the .fxir */
-	VEC(Value) vals;            /* vals.v[0] is the unused VNONE slot */
+	VEC(Value) vals;            /* malloc'd (value_new); vals.v[0] is the unused VNONE slot */
 	VEC(Graph *) graphs;        /* graphs.v[0] is the main graph */
 	VEC(Func *) funcs;
 	VEC(Decomp *) decomps;
