@@ -142,7 +142,7 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (++i >= argc)
 				usage_error("%s needs a file name", a);
 			o->output = argv[i];
-		} else if (strncmp(a, "-o", 2) == 0 && a[2] && a[2] != '=') {
+		} else if (strncmp(a, "-o", 2) == 0 && a[2] && a[2] != '=' && strncmp(a, "-opset", 6) != 0) {
 			o->output = a + 2;
 		} else if (match(a, "-emit", &v)) {
 			parse_emit(o, v);

@@ -35,23 +35,25 @@ static int hexval(int c)
 	return -1;
 }
 
+static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str *out);
+
 /* Decodes a "..." string whose opening quote is just behind l->cur.  A
  * string without escapes points into the source; one with escapes is
  * decoded into the scratch arena.  Either way a grammar action that keeps
- * it copies it.  Returns 0 and reports if it is unterminated or invalid. */
-static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str *out);
-
-static int lex_string(P *p, const char *quote, Str *out)
+ * it copies it.  A bad string is reported and still becomes a token (an
+ * empty one), so one mistake makes one message. */
+static void lex_string(P *p, const char *quote, Str *out)
 {
 	Lexer *l = &p->lex;
 	const unsigned char *s = (const unsigned char *)l->cur, *end = (const unsigned char *)l->lim;
 	const unsigned char *body = s;
-	int escapes = 0;
+	int escapes = 0, bad = 0;
 	for (;;) {
 		if (s >= end || *s == '\n') {
 			diag_error(loc_at(p, quote), "unterminated string");
 			l->cur = (const char *)s;
-			return 0;
+			*out = (Str){ "", 0 };
+			return;
 		}
 		if (*s == '"')
 			break;
@@ -63,19 +65,17 @@ static int lex_string(P *p, const char *quote, Str *out)
 			continue;
 		}
 		size_t k = *s < 0x80 ? 1 : utf8_len(s, end);
-		if (k == 0 || *s == 0) {
+		if ((k == 0 || *s == 0) && !bad) {
 			diag_error(loc_at(p, (const char *)s), *s ? "invalid UTF-8 in string" : "NUL byte in string");
-			l->cur = (const char *)s + 1;
-			return 0;
+			bad = 1;
 		}
-		s += k;
+		s += k ? k : 1;
 	}
 	l->cur = (const char *)s + 1;
-	if (!escapes) {
+	if (bad || (escapes && !unescape(p, body, s, out)))
+		*out = (Str){ "", 0 };
+	else if (!escapes)
 		*out = (Str){ (const char *)body, (uint32_t)(s - body) };
-		return 1;
-	}
-	return unescape(p, body, s, out);
 }
 
 /* The escapes: \n \t \r \" \\ \xHH. */
@@ -121,7 +121,8 @@ static int lex_hex(P *p, const char *start, Str *out)
 		q++;
 	if (q >= l->lim || *q != '"' || (q - s) % 2) {
 		diag_error(loc_at(p, start), "malformed hex string: expected pairs of hex digits and a closing quote");
-		l->cur = q < l->lim ? q + 1 : q;
+		l->cur = q < l->lim && *q == '"' ? q + 1 : q;
+		*out = (Str){ "", 0 };
 		return 0;
 	}
 	size_t n = (size_t)(q - s) / 2;
@@ -137,6 +138,7 @@ static int lex_int(P *p, const char *s, const char *e, int64_t *out)
 {
 	char tmp[32];
 	size_t n = (size_t)(e - s);
+	*out = 0;
 	if (n >= sizeof tmp) {
 		diag_error(loc_at(p, s), "integer literal out of range");
 		return 0;
@@ -157,6 +159,7 @@ static int lex_float(P *p, const char *s, const char *e, double *out)
 {
 	char tmp[512];
 	size_t n = (size_t)(e - s);
+	*out = 0;
 	if (n >= sizeof tmp) {
 		diag_error(loc_at(p, s), "float literal too long");
 		return 0;
@@ -252,22 +255,22 @@ loop:
 	}
 
 	"%" [A-Za-z0-9_.]+ { lval->sym = sym_intern(start + 1, (size_t)(l->cur - start - 1)); tok = VALNAME; goto done; }
-	"%\"" { Str s; if (!lex_string(p, start + 1, &s)) goto loop; lval->sym = sym_intern(s.s, s.n); tok = VALNAME; goto done; }
+	"%\"" { Str s; lex_string(p, start + 1, &s); lval->sym = sym_intern(s.s, s.n); tok = VALNAME; goto done; }
 	"@" ident { lval->sym = sym_intern(start + 1, (size_t)(l->cur - start - 1)); tok = SYMNAME; goto done; }
-	"@\"" { Str s; if (!lex_string(p, start + 1, &s)) goto loop; lval->sym = sym_intern(s.s, s.n); tok = SYMNAME; goto done; }
+	"@\"" { Str s; lex_string(p, start + 1, &s); lval->sym = sym_intern(s.s, s.n); tok = SYMNAME; goto done; }
 	"$" ident { lval->sym = sym_intern(start + 1, (size_t)(l->cur - start - 1)); tok = PARAMNAME; goto done; }
 	dotted "::" ident { lex_opname(start, l->cur, &lval->op); tok = OPNAME; goto done; }
 
-	"-"? digits { if (!lex_int(p, start, l->cur, &lval->i)) goto loop; tok = INT; goto done; }
+	"-"? digits { lex_int(p, start, l->cur, &lval->i); tok = INT; goto done; }
 	"-"? digits "." [0-9]* exp? | "-"? digits exp {
-		if (!lex_float(p, start, l->cur, &lval->f)) goto loop;
+		lex_float(p, start, l->cur, &lval->f);
 		tok = FLOAT; goto done;
 	}
 	"inf" { lval->f = INFINITY; tok = FLOAT; goto done; }
 	"-inf" { lval->f = -INFINITY; tok = FLOAT; goto done; }
 	"nan" { lval->f = NAN; tok = FLOAT; goto done; }
-	"\"" { if (!lex_string(p, start, &lval->str)) goto loop; tok = STRING; goto done; }
-	"x\"" { if (!lex_hex(p, start, &lval->str)) goto loop; tok = HEXSTR; goto done; }
+	"\"" { lex_string(p, start, &lval->str); tok = STRING; goto done; }
+	"x\"" { lex_hex(p, start, &lval->str); tok = HEXSTR; goto done; }
 
 	"->" { tok = ARROW; goto done; }
 	"==" { tok = EQEQ; goto done; }

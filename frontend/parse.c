@@ -140,6 +140,8 @@ Loc b_loc(P *p, YYLTYPE l)
 
 void yyerror(YYLTYPE *lloc, P *p, const char *msg)
 {
+	if (diag_too_many())    /* the lexer ended the input on purpose */
+		return;
 	diag_error(b_loc(p, *lloc), "%s", msg);
 	/* Skip the rest of the broken line unless the offending token already
 	 * starts a new line (then it may well start the next statement). */
@@ -191,7 +193,7 @@ static int in_body_check(P *p, YYLTYPE l)
 {
 	if (!p->g)
 		return 0;
-	if (p->returned)
+	if (p->returned == 1)
 		b_stmt_after_return(p, l);
 	return 1;
 }
@@ -336,7 +338,8 @@ void b_outsig(P *p, TypeVec *t)
 {
 	if (!p->g)
 		return;
-	p->g->out_decl = t ? arena_dup(p->a, t->v, t->n * sizeof *t->v) : NULL;
+	/* `-> ()` declares zero outputs: out_decl is non-NULL even then. */
+	p->g->out_decl = t ? arena_dup(p->a, t->v, t->n * sizeof *t->v) : ARENA_ARRAY(p->a, Type *, 1);
 	p->g->nout = t ? t->n : 0;
 	p->g->out = NULL;           /* filled by return */
 }
@@ -347,7 +350,7 @@ void b_graph_doc(P *p, Str s) { if (p->g) p->g->doc = str_copy(p->a, s); }
 void b_stmt_after_return(P *p, YYLTYPE l)
 {
 	diag_error(b_loc(p, l), "statement after return");
-	p->returned = 0;
+	p->returned = 2;        /* reported once; the graph does have a return */
 }
 
 void b_init(P *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
@@ -808,7 +811,7 @@ static int fill_numbers(P *p, Tensor *t, ArgVec *el, Loc loc)
 		int is_int = e->kind == A_INT || e->kind == A_BOOL;
 		if ((!is_int && e->kind != A_FLOAT) ||
 		    !tensor_put(dt, d, i, e->u.f, e->u.i, is_int)) {
-			diag_error(loc, "element %u does not fit a %s tensor", i, dtype_name(dt));
+			diag_error(loc, "element %u does not fit element type %s", i, dtype_name(dt));
 			return 0;
 		}
 	}

@@ -159,6 +159,7 @@ void b_reset(P *p);
 
 file
 	: "module" SYMNAME { b_module_name(p, $2); } '{' items '}'
+	| "module" '{' items '}'
 	| items
 	;
 

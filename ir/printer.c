@@ -286,6 +286,7 @@ static void print_tensor_data(FILE *f, const Tensor *t)
 static const char *list_kind_name(uint8_t k)
 {
 	switch (k) {
+	case A_INT: return "int";
 	case A_FLOAT: return "float";
 	case A_STR: return "string";
 	case A_TENSOR: return "tensor";
@@ -525,7 +526,8 @@ static void print_graph_head_and_body(Pr *p, const Graph *g)
 
 static void print_graph_body(Pr *p, const Graph *g)
 {
-	fputc(' ', p->f);
+	if (g->name)
+		fputc(' ', p->f);
 	print_graph_head_and_body(p, g);
 }
 
