@@ -185,6 +185,7 @@ static void print_list(FILE *f, const Onnx__AttributeProto *a)
 	for (size_t i = 0; i < a->n_tensors; i++) {
 		fprintf(f, "%sTensor", i ? ", " : "");
 		print_tensor_type(f, a->tensors[i]);
+		fputs("{...}", f);      /* values elided, as for a TENSOR */
 	}
 	for (size_t i = 0; i < a->n_graphs; i++)
 		fprintf(f, "%sgraph(%s)", i ? ", " : "", a->graphs[i]->name ? a->graphs[i]->name : "");

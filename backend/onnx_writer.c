@@ -20,6 +20,7 @@
 enum { DEFAULT_OPSET = 18 };
 #define AUTO_EXTERNAL_BYTES ((uint64_t)2048 * 1024 * 1024 - (uint64_t)64 * 1024 * 1024)
 #define EXTERNAL_ALIGN 4096
+#define PAYLOAD_SLICE ((size_t)8 * 1024 * 1024)
 
 typedef struct W {
 	Module *m;
@@ -1024,6 +1025,19 @@ static void out_write(OutFile *o, const void *p, size_t n)
 		o->err = errno ? errno : EIO;
 }
 
+/* Tensor payloads go out in slices; a slice read from the weights mapping
+ * is dropped from the resident set once written, so peak memory stays near
+ * one slice however large the weights are (mapped pages that were read
+ * count in RSS until released, even though the kernel could reclaim them). */
+static void out_payload(OutFile *o, const SafeTensors *st, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += PAYLOAD_SLICE) {
+		size_t c = n - i < PAYLOAD_SLICE ? n - i : PAYLOAD_SLICE;
+		out_write(o, p + i, c);
+		safetensors_release(st, p + i, c);
+	}
+}
+
 /* Flushes and closes; 0 if every byte reached the file. */
 static int out_finish(OutFile *o, const char *path)
 {
@@ -1060,11 +1074,14 @@ static int out_commit(OutFile *o, const char *path)
 typedef struct FileBuffer {
 	ProtobufCBuffer base;
 	OutFile *out;
+	const SafeTensors *weights;
 } FileBuffer;
 
+/* protobuf-c hands bytes fields (raw_data) over whole, without a copy. */
 static void filebuf_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
-	out_write(((FileBuffer *)b)->out, data, len);
+	FileBuffer *fb = (FileBuffer *)b;
+	out_payload(fb->out, fb->weights, data, len);
 }
 
 /* ---- external data ------------------------------------------------------------ */
@@ -1085,8 +1102,8 @@ static void ext_tensor(Ext *e, Onnx__TensorProto *t)
 	uint64_t pad = (EXTERNAL_ALIGN - e->off % EXTERNAL_ALIGN) % EXTERNAL_ALIGN;
 	out_write(&e->side, zeros, (size_t)pad);
 	e->off += pad;
-	out_write(&e->side, t->raw_data.data, t->raw_data.len);
 	W *w = e->w;
+	out_payload(&e->side, w->out->weights, t->raw_data.data, t->raw_data.len);
 	t->n_external_data = 3;
 	t->external_data = PTRS(w, Onnx__StringStringEntryProto, 3);
 	t->external_data[0] = kv(w, "location", e->location);
@@ -1148,7 +1165,7 @@ static int pack_model(OnnxBuilt *b, const char *path, OutFile *o)
 			"use -external-data", size);
 		return -1;
 	}
-	FileBuffer fb = { { filebuf_append }, o };
+	FileBuffer fb = { { filebuf_append }, o, b->weights };
 	protobuf_c_message_pack_to_buffer(&b->model->base, &fb.base);
 	return out_finish(o, path);
 }

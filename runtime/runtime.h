@@ -31,5 +31,11 @@ void safetensors_close(SafeTensors *st);
 const SafeTensor *safetensors_find(const SafeTensors *st, const char *name);
 size_t safetensors_count(const SafeTensors *st);
 const SafeTensor *safetensors_at(const SafeTensors *st, size_t i); /* sorted by name */
+/* Drops the pages of [p, p + n) that lie in the mapping from the process's
+ * resident set once they have been read (streamed to a file, say).  They
+ * stay in the page cache and a later read faults them back in unchanged:
+ * the mapping is private and never written.  Memory outside the mapping is
+ * left alone, so any payload pointer may be passed; st may be NULL. */
+void safetensors_release(const SafeTensors *st, const void *p, size_t n);
 
 #endif

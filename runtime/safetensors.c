@@ -6,6 +6,8 @@
  * The file is mmap'd read-only and never copied: tensors point into the
  * mapping.  Every number from the file is checked before it is used.
  */
+/* madvise(MADV_DONTNEED) is not POSIX. */
+#define _DEFAULT_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -249,6 +251,17 @@ const SafeTensor *safetensors_find(const SafeTensors *st, const char *name)
 }
 
 size_t safetensors_count(const SafeTensors *st) { return st->n; }
+
+void safetensors_release(const SafeTensors *st, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	if (!st || !st->map || !n || b < st->map || b >= st->map + st->size || n > (size_t)(st->map + st->size - b))
+		return;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t lo = (size_t)(b - st->map) / page * page;
+	size_t hi = (size_t)(b - st->map) + n;
+	madvise(st->map + lo, hi - lo, MADV_DONTNEED);
+}
 
 const SafeTensor *safetensors_at(const SafeTensors *st, size_t i)
 {
