@@ -1,0 +1,829 @@
+/* functionalize.c - in-place, out= and view mutations become functional.
+ *
+ * PyTorch graphs may mutate tensors: `aten::add_.Tensor(%x, %y)` writes into
+ * %x, `aten::add.out(..., out = %buf)` into %buf, and a mutation of a view
+ * (`%s = aten::slice.Tensor(%x, ...)`, then `aten::add_(%s, ...)`) writes
+ * into the view's base.  ONNX has no mutation, so every storage gets SSA
+ * versions instead.
+ *
+ * One walk over each graph, in order.  Per value (VState):
+ *  - canon: an in-place or out= result names the storage it mutated, so
+ *    every use of it is a use of that storage;
+ *  - cur: the value that holds the storage's latest contents;
+ *  - base/root/vdef: a view records the storage it aliases, the non-view
+ *    storage at the end of the chain and the node that made it;
+ *  - ver: a root counts its mutations; a view remembers the count its cur
+ *    reflects.
+ * Every operand is rewritten to the current version of its storage as the
+ * walk reaches it, so reads before a mutation keep the old version.  A
+ * mutation of a view is written back, link by link, to the root with the
+ * inverse or scatter op of each view, and bumps the root's count; a view
+ * whose count is behind is stale and is re-derived from its base's current
+ * version when next read.  Each node, view link and stale read costs O(1)
+ * amortised (a stale read costs its chain length once per mutation), so
+ * the pass is linear in the graph.
+ *
+ * At the end, a mutated graph input, parameter or buffer has its latest
+ * version returned as an extra output after the user outputs, and the
+ * graph gets a `pkg.torch.export.ExportedProgram.graph_signature` metadata entry that says
+ * which output is which (docs/functionalize.md).  Subgraphs are not
+ * entered: a node with a graph argument only has its operands rewritten. */
+#include <stdlib.h>
+#include <string.h>
+#include "passes.h"
+
+typedef struct VState {
+	ValueId canon;              /* in-place/out= result: the storage it names */
+	ValueId cur;                /* latest contents of this storage; 0: itself */
+	ValueId base;               /* view: the canonical value it aliases; 0: none */
+	ValueId root;               /* view: the non-view storage under the chain */
+	Node *vdef;                 /* view: its defining node */
+	uint32_t ver;               /* root: mutations so far; view: count cur reflects */
+} VState;
+
+typedef struct Fn {
+	Module *m;
+	Graph *g;
+	VState *st;
+	uint32_t nst;               /* values that existed when the pass began */
+	int err;
+} Fn;
+
+static const char SIG_KEY[] = "pkg.torch.export.ExportedProgram.graph_signature";
+
+/* Graphs own disjoint values, so one table serves them all.  Only values
+ * that existed before the pass are ever keys: new values are
+ * versions (cur), never storages. */
+static VState *st(Fn *f, ValueId v)
+{
+	ONNXC_ASSERT(v && v < f->nst);
+	return &f->st[v];
+}
+
+static ValueId canon(Fn *f, ValueId v)
+{
+	return st(f, v)->canon ? st(f, v)->canon : v;
+}
+
+static Arg varg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
+static Arg iarg(int64_t i) { return (Arg){ .kind = A_INT, .u.i = i }; }
+
+static int fail(Fn *f, const Node *n, const char *what)
+{
+	diag_error(n->loc, "functionalize: %s (in aten::%s)", what, sym_str(n->name));
+	f->err = 1;
+	return 1;
+}
+
+/* ---- building nodes ------------------------------------------------------ */
+
+static ValueId new_result(Fn *f, Node *n, uint32_t i, Sym base, Type *ty)
+{
+	ValueId v = value_new(f->m, value_fresh_name(f->m, base), ty, VK_NODE);
+	val(f->m, v)->def = n;
+	val(f->m, v)->res = i;
+	n->res[i] = v;
+	return v;
+}
+
+/* An aten node with one result, carrying the provenance of `like` (the node
+ * it stands for), inserted before `before` (NULL: at the end). */
+static Node *make(Fn *f, const char *op, uint32_t nargs, uint32_t nkw, const Node *like,
+		  Node *before, Sym rname, Type *rty)
+{
+	Node *n = node_new(f->m, dom_aten(), sym_cstr(op), 1, nargs, nkw);
+	n->prov = like->prov;
+	n->loc = like->loc;
+	new_result(f, n, 0, rname, rty);
+	node_insert_before(f->g, before, n);
+	return n;
+}
+
+/* A copy of node d with fresh results, inserted before `before`. */
+static Node *clone(Fn *f, const Node *d, Node *before)
+{
+	Arena *a = &f->m->arena;
+	Node *n = node_new(f->m, d->domain, d->name, d->nres, d->nargs, d->nkw);
+	for (uint32_t i = 0; i < d->nargs; i++)
+		n->args[i] = arg_copy(a, &d->args[i]);
+	for (uint32_t i = 0; i < d->nkw; i++)
+		n->kw[i] = (Named){ d->kw[i].name, arg_copy(a, &d->kw[i].val) };
+	for (uint32_t i = 0; i < d->nres; i++)
+		if (d->res[i])
+			new_result(f, n, i, val(f->m, d->res[i])->name, val(f->m, d->res[i])->type);
+	n->prov = d->prov;
+	n->loc = d->loc;
+	node_insert_before(f->g, before, n);
+	return n;
+}
+
+/* Turns n into a call of `op` with fresh, empty argument arrays. */
+static void recall(Fn *f, Node *n, const char *op, uint32_t nargs, uint32_t nkw)
+{
+	n->name = sym_cstr(op);
+	n->op = op_lookup(n->domain, n->name);
+	n->nargs = nargs;
+	n->nkw = nkw;
+	n->args = nargs ? ARENA_ARRAY(&f->m->arena, Arg, nargs) : NULL;
+	n->kw = nkw ? ARENA_ARRAY(&f->m->arena, Named, nkw) : NULL;
+}
+
+static void rename_op(Node *n, Sym name)
+{
+	n->name = name;
+	n->op = op_lookup(n->domain, name);
+}
+
+/* ---- versions and views -------------------------------------------------- */
+
+static ValueId current(Fn *f, ValueId c, Node *before);
+
+/* View c is stale (its root was mutated after c was derived): apply its
+ * view op again to its base's current version.  The siblings of a
+ * multi-result view are re-derived by the same node. */
+static void regen(Fn *f, ValueId c, Node *before)
+{
+	VState *s = st(f, c);
+	const Node *d = s->vdef;
+	ValueId b = current(f, s->base, before);
+	Node *n = clone(f, d, before);
+	n->args[0] = varg(b);
+	uint32_t ver = st(f, s->root)->ver;
+	for (uint32_t i = 0; i < d->nres; i++) {
+		if (!d->res[i])
+			continue;
+		st(f, d->res[i])->cur = n->res[i];
+		st(f, d->res[i])->ver = ver;
+	}
+}
+
+/* The value holding canonical storage c's latest contents; re-derives a
+ * stale view (before `before`).  Invariant: a fresh view's bases are fresh. */
+static ValueId current(Fn *f, ValueId c, Node *before)
+{
+	VState *s = st(f, c);
+	if (s->base && s->ver != st(f, s->root)->ver)
+		regen(f, c, before);
+	return s->cur ? s->cur : c;
+}
+
+static void rewrite_arg(Fn *f, Arg *a, Node *before)
+{
+	if (a->kind == A_VALUE && a->u.v)
+		a->u.v = current(f, canon(f, a->u.v), before);
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			rewrite_arg(f, &a->u.list[i], before);
+}
+
+/* Subgraph arguments are left alone (see the file comment). */
+static void rewrite_operands(Fn *f, Node *n)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		rewrite_arg(f, &n->args[i], n);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		rewrite_arg(f, &n->kw[i].val, n);
+}
+
+static int is_view(const Node *n)
+{
+	return node_has_flag(n, OPF_VIEW) && n->nargs >= 1 && n->args[0].kind == A_VALUE &&
+	       n->args[0].u.v;
+}
+
+/* Records the results of view node n as aliases of canonical value c0. */
+static void note_view(Fn *f, Node *n, ValueId c0)
+{
+	VState *b = st(f, c0);
+	ValueId root = b->base ? b->root : c0;
+	for (uint32_t i = 0; i < n->nres; i++) {
+		if (!n->res[i])
+			continue;
+		VState *s = st(f, n->res[i]);
+		s->base = c0;
+		s->root = root;
+		s->vdef = n;
+		s->ver = st(f, root)->ver;
+	}
+}
+
+/* ---- writing a mutated view back into its base ---------------------------- */
+
+/* Argument `pos` of n, given positionally or as keyword `name`; NULL if
+ * left out. */
+static const Arg *arg_at(const Node *n, uint32_t pos, const char *name)
+{
+	if (pos < n->nargs)
+		return &n->args[pos];
+	const Named *k = node_kw(n, name);
+	return k ? &k->val : NULL;
+}
+
+static int64_t int_at(const Node *n, uint32_t pos, const char *name, int64_t dflt, int *ok)
+{
+	const Arg *a = arg_at(n, pos, name);
+	if (!a || a->kind == A_NONE)
+		return dflt;
+	if (a->kind != A_INT)
+		*ok = 0;
+	return a->kind == A_INT ? a->u.i : 0;
+}
+
+typedef struct WB {             /* one write-back step */
+	Fn *f;
+	const Node *d;              /* the view node */
+	uint32_t res;               /* which of its results was mutated */
+	ValueId base;               /* the base's current version */
+	ValueId src;                /* the view's new contents */
+	Type *ty;                   /* the base's type */
+	Sym name;                   /* the base's name, for the new value */
+	const Node *at;             /* the mutating node (provenance) */
+	Node *before;
+} WB;
+
+/* op(base, src, <the view's own arguments after self>): the scatter ops
+ * share the view ops' schemas. */
+static ValueId wb_scatter(WB *w, const char *op)
+{
+	const Node *d = w->d;
+	Node *n = make(w->f, op, d->nargs + 1, d->nkw, w->at, w->before, w->name, w->ty);
+	n->args[0] = varg(w->base);
+	n->args[1] = varg(w->src);
+	for (uint32_t i = 1; i < d->nargs; i++)
+		n->args[i + 1] = arg_copy(&w->f->m->arena, &d->args[i]);
+	for (uint32_t i = 0; i < d->nkw; i++)
+		n->kw[i] = (Named){ d->kw[i].name, arg_copy(&w->f->m->arena, &d->kw[i].val) };
+	return n->res[0];
+}
+
+/* op(src, a1, a2) with up to two copied or literal arguments. */
+static ValueId wb_call(WB *w, const char *op, uint32_t nargs, const Arg *a1, const Arg *a2)
+{
+	Node *n = make(w->f, op, nargs, 0, w->at, w->before, w->name, w->ty);
+	n->args[0] = varg(w->src);
+	if (nargs > 1)
+		n->args[1] = arg_copy(&w->f->m->arena, a1);
+	if (nargs > 2)
+		n->args[2] = arg_copy(&w->f->m->arena, a2);
+	return n->res[0];
+}
+
+/* slice_scatter(base, src, dim, start, end) with literal bounds. */
+static ValueId wb_slice(WB *w, int64_t dim, int64_t start, int64_t end)
+{
+	Node *n = make(w->f, "slice_scatter", 5, 0, w->at, w->before, w->name, w->ty);
+	n->args[0] = varg(w->base);
+	n->args[1] = varg(w->src);
+	n->args[2] = iarg(dim);
+	n->args[3] = iarg(start);
+	n->args[4] = iarg(end);
+	return n->res[0];
+}
+
+/* The base's shape as an aten int list: known dims literally, the others
+ * read with sym_size.int from the base's current version. */
+static int shape_list(WB *w, Arg *out)
+{
+	const Type *t = w->ty;
+	if (!t || t->kind != TY_TENSOR || t->rank < 0)
+		return 0;
+	Arg *l = ARENA_ARRAY(&w->f->m->arena, Arg, t->rank ? t->rank : 1);
+	for (int32_t i = 0; i < t->rank; i++) {
+		if (!t->dims[i].sym && t->dims[i].v >= 0) {
+			l[i] = iarg(t->dims[i].v);
+			continue;
+		}
+		Type *i64 = type_tensor(&w->f->m->arena, DT_I64, 0, NULL);
+		Node *n = make(w->f, "sym_size.int", 2, 0, w->at, w->before, sym_cstr("sym_size"), i64);
+		n->args[0] = varg(w->base);
+		n->args[1] = iarg(i);
+		l[i] = varg(n->res[0]);
+	}
+	*out = (Arg){ .kind = A_LIST, .elem = A_INT, .n = (uint32_t)t->rank, .u.list = l };
+	return 1;
+}
+
+/* Shape-only views: the contents keep their order, so view(src, shape). */
+static ValueId wb_reshape(WB *w)
+{
+	Arg shape;
+	if (!shape_list(w, &shape))
+		return fail(w->f, w->d, "writing back through a view needs the base's rank"), 0;
+	return wb_call(w, "view", 2, &shape, NULL);
+}
+
+static ValueId wb_permute(WB *w)
+{
+	const Arg *p = arg_at(w->d, 1, "dims");
+	if (!p || p->kind != A_LIST)
+		return fail(w->f, w->d, "permute needs a literal dims list"), 0;
+	int64_t n = p->n;
+	Arg *inv = ARENA_ARRAY(&w->f->m->arena, Arg, n ? n : 1);
+	for (int64_t i = 0; i < n; i++)
+		inv[i].kind = A_NONE;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t d = p->u.list[i].kind == A_INT ? p->u.list[i].u.i : n;
+		d = d < 0 ? d + n : d;
+		if (d < 0 || d >= n || inv[d].kind != A_NONE)
+			return fail(w->f, w->d, "permute dims are not a permutation"), 0;
+		inv[d] = iarg(i);
+	}
+	Arg l = { .kind = A_LIST, .elem = A_INT, .n = (uint32_t)n, .u.list = inv };
+	return wb_call(w, "permute", 2, &l, NULL);
+}
+
+/* squeeze.dim undoes to unsqueeze when the dim was 1; otherwise it was a
+ * no-op or the size is unknown, and the base's shape says it all. */
+static ValueId wb_squeeze_dim(WB *w)
+{
+	int ok = 1;
+	int64_t d = int_at(w->d, 1, "dim", 0, &ok);
+	const Type *t = w->ty;
+	if (ok && t && t->kind == TY_TENSOR && t->rank > 0) {
+		int64_t k = d < 0 ? d + t->rank : d;
+		if (k >= 0 && k < t->rank && !t->dims[k].sym && t->dims[k].v == 1)
+			return wb_call(w, "unsqueeze", 2, arg_at(w->d, 1, "dim"), NULL);
+	}
+	return wb_reshape(w);
+}
+
+static ValueId wb_narrow(WB *w)
+{
+	int ok = 1;
+	int64_t dim = int_at(w->d, 1, "dim", 0, &ok);
+	int64_t start = int_at(w->d, 2, "start", 0, &ok);
+	int64_t len = int_at(w->d, 3, "length", 0, &ok);
+	if (!ok)
+		return fail(w->f, w->d, "narrow needs literal dim, start and length"), 0;
+	return wb_slice(w, dim, start, start + len);
+}
+
+/* Result i of split.Tensor / split_with_sizes is a slice of its base. */
+static ValueId wb_split(WB *w, int sizes)
+{
+	int ok = 1;
+	const Arg *s = arg_at(w->d, 1, sizes ? "split_sizes" : "split_size");
+	int64_t dim = int_at(w->d, 2, "dim", 0, &ok);
+	int64_t start = 0, len = 0;
+	if (!sizes) {
+		len = int_at(w->d, 1, "split_size", 0, &ok);
+		start = len * w->res;
+	} else if (s && s->kind == A_LIST && w->res < s->n) {
+		for (uint32_t i = 0; i <= w->res && ok; i++) {
+			ok = s->u.list[i].kind == A_INT;
+			start += len;
+			len = ok ? s->u.list[i].u.i : 0;
+		}
+	} else {
+		ok = 0;
+	}
+	if (!ok)
+		return fail(w->f, w->d, "split needs literal sizes and dim"), 0;
+	return wb_slice(w, dim, start, start + len);
+}
+
+static ValueId wb_unbind(WB *w)
+{
+	int ok = 1;
+	int64_t dim = int_at(w->d, 1, "dim", 0, &ok);
+	if (!ok)
+		return fail(w->f, w->d, "unbind needs a literal dim"), 0;
+	Node *n = make(w->f, "select_scatter", 4, 0, w->at, w->before, w->name, w->ty);
+	n->args[0] = varg(w->base);
+	n->args[1] = varg(w->src);
+	n->args[2] = iarg(dim);
+	n->args[3] = iarg(w->res);
+	return n->res[0];
+}
+
+/* The base's new version given the view's new contents; 0 on error. */
+static ValueId write_link(WB *w)
+{
+	const Node *d = w->d;
+	switch (d->op) {
+	case OP_ATEN_slice_Tensor: return wb_scatter(w, "slice_scatter");
+	case OP_ATEN_select_int: return wb_scatter(w, "select_scatter");
+	case OP_ATEN_diagonal_default: return wb_scatter(w, "diagonal_scatter");
+	case OP_ATEN_as_strided_default: return wb_scatter(w, "as_strided_scatter");
+	case OP_ATEN_narrow_default: return wb_narrow(w);
+	case OP_ATEN_split_Tensor: return wb_split(w, 0);
+	case OP_ATEN_split_with_sizes_default: return wb_split(w, 1);
+	case OP_ATEN_unbind_int: return wb_unbind(w);
+	case OP_ATEN_transpose_int:
+		return wb_call(w, "transpose.int", 3, arg_at(d, 1, "dim0"), arg_at(d, 2, "dim1"));
+	case OP_ATEN_t_default: return wb_call(w, "t", 1, NULL, NULL);
+	case OP_ATEN_permute_default: return wb_permute(w);
+	case OP_ATEN_movedim_int:
+		return wb_call(w, "movedim.int", 3, arg_at(d, 2, "destination"), arg_at(d, 1, "source"));
+	case OP_ATEN_unsqueeze_default: return wb_call(w, "squeeze.dim", 2, arg_at(d, 1, "dim"), NULL);
+	case OP_ATEN_squeeze_dim: return wb_squeeze_dim(w);
+	case OP_ATEN_view_as_real_default: return wb_call(w, "view_as_complex", 1, NULL, NULL);
+	case OP_ATEN_view_as_complex_default: return wb_call(w, "view_as_real", 1, NULL, NULL);
+	case OP_ATEN_alias_default:
+	case OP_ATEN_detach_default: return w->src;
+	case OP_ATEN_view_default:
+	case OP_ATEN__unsafe_view_default:
+	case OP_ATEN__reshape_alias_default:
+	case OP_ATEN_view_as_default:
+	case OP_ATEN_squeeze_default:
+	case OP_ATEN_squeeze_dims:
+	case OP_ATEN_unflatten_int: return wb_reshape(w);
+	default:
+		return fail(w->f, d, "cannot write a mutation back through this view"), 0;
+	}
+}
+
+/* Storage c now holds v.  A view passes its new contents on to its base,
+ * up to the root, whose mutation count goes up; returns that count (every
+ * link of the chain reflects it). */
+static uint32_t write_back(Fn *f, ValueId c, ValueId v, const Node *at, Node *before)
+{
+	VState *s = st(f, c);
+	s->cur = v;
+	if (!s->base)
+		return ++s->ver;
+	Value *bv = val(f->m, s->base);
+	WB w = { f, s->vdef, val(f->m, c)->res, current(f, s->base, before), v, bv->type, bv->name,
+		 at, before };
+	ValueId nb = write_link(&w);
+	if (!nb)
+		return s->ver;
+	s->ver = write_back(f, s->base, nb, at, before);
+	return s->ver;
+}
+
+/* ---- mutating ops -------------------------------------------------------- */
+
+/* `name_.ovl` -> `name.ovl`, `__iand__.Tensor` -> `__and__.Tensor` (the
+ * in-place dunders ATen has); 0 if not in place. */
+static Sym functional_name(Sym name)
+{
+	const char *s = sym_str(name);
+	const char *dot = strchr(s, '.');
+	size_t n = dot ? (size_t)(dot - s) : strlen(s);
+	char buf[256];
+	if (n + 1 > sizeof buf || strlen(s) >= sizeof buf)
+		return 0;
+	static const char *const dunder[] = { "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__" };
+	for (size_t i = 0; i < sizeof dunder / sizeof *dunder; i++)
+		if (strlen(dunder[i]) == n && !strncmp(s, dunder[i], n)) {
+			snprintf(buf, sizeof buf, "__%s", s + 3);
+			return sym_cstr(buf);
+		}
+	if (n < 2 || s[n - 1] != '_' || s[n - 2] == '_')
+		return 0;
+	snprintf(buf, sizeof buf, "%.*s%s", (int)(n - 1), s, s + n);
+	return sym_cstr(buf);
+}
+
+/* `add.out` -> `add` or `add.Tensor` (whichever the registry knows),
+ * `sum.IntList_out` -> `sum.IntList`. */
+static Sym functional_out_name(Sym name)
+{
+	const char *s = sym_str(name);
+	const char *dot = strchr(s, '.');
+	size_t n = dot ? (size_t)(dot - s) : strlen(s);
+	const char *ovl = dot ? dot + 1 : "";
+	size_t on = strlen(ovl);
+	char buf[256];
+	if (n + on + 8 > sizeof buf)
+		return name;
+	if (on > 4 && !strcmp(ovl + on - 4, "_out")) {
+		snprintf(buf, sizeof buf, "%.*s.%.*s", (int)n, s, (int)(on - 4), ovl);
+		return sym_cstr(buf);
+	}
+	snprintf(buf, sizeof buf, "%.*s", (int)n, s);
+	if (op_lookup(dom_aten(), sym_cstr(buf)) == OP_GENERIC) {
+		snprintf(buf, sizeof buf, "%.*s.Tensor", (int)n, s);
+		if (op_lookup(dom_aten(), sym_cstr(buf)) == OP_GENERIC)
+			snprintf(buf, sizeof buf, "%.*s", (int)n, s);
+	}
+	return sym_cstr(buf);
+}
+
+/* FX always names the result of a mutating op; give one if the text did
+ * not, so there is a value to be the new version. */
+static ValueId result_of(Fn *f, Node *n, ValueId c)
+{
+	if (n->nres >= 1 && n->res[0])
+		return n->res[0];
+	if (n->nres == 0) {
+		n->nres = 1;
+		n->res = ARENA_ARRAY(&f->m->arena, ValueId, 1);
+	}
+	return new_result(f, n, 0, val(f->m, c)->name, val(f->m, c)->type);
+}
+
+/* n (now functional) computed storage c's new contents. */
+static void mutated(Fn *f, Node *n, ValueId c, Node *next)
+{
+	ValueId r = result_of(f, n, c);
+	if (r < f->nst)
+		st(f, r)->canon = c;
+	write_back(f, c, r, n, next);
+}
+
+static int same_shape(const Type *a, const Type *b)
+{
+	if (a->rank < 0 || a->rank != b->rank)
+		return 0;
+	for (int32_t i = 0; i < a->rank; i++)
+		if (a->dims[i].v < 0 || a->dims[i].v != b->dims[i].v || a->dims[i].sym != b->dims[i].sym)
+			return 0;
+	return 1;
+}
+
+/* copy_(dst, src): dst's new contents are src cast to dst's dtype
+ * (_to_copy) and broadcast to its shape (expand).  Each step is skipped
+ * when the types show it is not needed; with neither, src itself is the
+ * new version and n goes away.  dst is the current version of c0. */
+static int copy_inplace(Fn *f, Node *n, ValueId c0, Node *next)
+{
+	if (n->nargs < 2 || n->args[1].kind != A_VALUE)
+		return fail(f, n, "copy_ needs a tensor source");
+	ValueId dst = n->args[0].u.v, src = n->args[1].u.v;
+	Type *D = val(f->m, dst)->type, *S = val(f->m, src)->type;
+	int tensors = D && D->kind == TY_TENSOR && (!S || S->kind == TY_TENSOR);
+	int cast = tensors && D->dtype && (!S || S->dtype != D->dtype);
+	int expand = tensors && D->rank >= 0 && !(S && same_shape(S, D));
+	Arg dt = { .kind = A_DTYPE, .u.i = tensors ? D->dtype : 0 };
+	if (cast && expand) {
+		Type *t = S ? type_tensor(&f->m->arena, D->dtype, S->rank, S->dims) : NULL;
+		Node *c = make(f, "_to_copy", 1, 1, n, n, sym_cstr("_to_copy"), t);
+		c->args[0] = varg(src);
+		c->kw[0] = (Named){ sym_cstr("dtype"), dt };
+		src = c->res[0];
+	}
+	if (expand) {
+		WB w = { f, n, 0, dst, src, D, 0, n, n };
+		Arg shape;
+		if (!shape_list(&w, &shape))
+			return fail(f, n, "copy_ needs the destination's rank");
+		recall(f, n, "expand", 2, 0);
+		n->args[0] = varg(src);
+		n->args[1] = shape;
+	} else if (cast) {
+		recall(f, n, "_to_copy", 1, 1);
+		n->args[0] = varg(src);
+		n->kw[0] = (Named){ sym_cstr("dtype"), dt };
+	} else {
+		node_remove(f->g, n);
+		if (n->nres && n->res[0] && n->res[0] < f->nst)
+			st(f, n->res[0])->canon = c0;
+		write_back(f, c0, src, n, next);
+		return 0;
+	}
+	mutated(f, n, c0, next);
+	return 0;
+}
+
+/* n = aten::NAME_.OVL(%a, ...) with operands rewritten; c0 is the storage
+ * %a named. */
+static int inplace(Fn *f, Node *n, ValueId c0, Sym fname, Node *next)
+{
+	switch (n->op) {
+	case OP_ATEN_copy__default: return copy_inplace(f, n, c0, next);
+	case OP_ATEN_fill__Scalar: rename_op(n, sym_cstr("full_like")); break;
+	case OP_ATEN_zero__default: rename_op(n, sym_cstr("zeros_like")); break;
+	default: rename_op(n, fname); break;
+	}
+	mutated(f, n, c0, next);
+	return 0;
+}
+
+static int has_graph_arg(const Node *n)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		if (n->args[i].kind == A_GRAPH)
+			return 1;
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (n->kw[i].val.kind == A_GRAPH)
+			return 1;
+	return 0;
+}
+
+/* out = %buf: drop the keyword; the result is buf's new version. */
+static int out_variant(Fn *f, Node *n, uint32_t k, Node *next)
+{
+	if (n->kw[k].val.kind != A_VALUE)
+		return fail(f, n, "out= must name one tensor");
+	ValueId c = canon(f, n->kw[k].val.u.v);
+	memmove(&n->kw[k], &n->kw[k + 1], (n->nkw - k - 1) * sizeof *n->kw);
+	n->nkw--;
+	rewrite_operands(f, n);
+	rename_op(n, functional_out_name(n->name));
+	mutated(f, n, c, next);
+	return 0;
+}
+
+static int visit(Fn *f, Node *n, Node *next)
+{
+	if (has_graph_arg(n) || n->domain != dom_aten()) {
+		rewrite_operands(f, n);
+		return 0;
+	}
+	Sym out = sym_cstr("out");
+	for (uint32_t k = 0; k < n->nkw; k++)
+		if (n->kw[k].name == out)
+			return out_variant(f, n, k, next);
+	ValueId c0 = n->nargs && n->args[0].kind == A_VALUE && n->args[0].u.v ?
+			     canon(f, n->args[0].u.v) : VNONE;
+	Sym fname = functional_name(n->name);
+	rewrite_operands(f, n);
+	if (fname && !c0)
+		return fail(f, n, "an in-place op needs a tensor first argument");
+	if (fname)
+		return inplace(f, n, c0, fname, next);
+	if (is_view(n))
+		note_view(f, n, c0);
+	return 0;
+}
+
+/* ---- mutated inputs become outputs --------------------------------------- */
+
+typedef VEC(char) Buf;
+
+static void buf_add(Fn *f, Buf *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		VEC_PUSH(&f->m->arena, *b, s[i]);
+}
+
+/* A name as is, or quoted when it holds a space, quote or backslash. */
+static void buf_name(Fn *f, Buf *b, Sym name)
+{
+	const char *s = sym_str(name);
+	if (!strpbrk(s, " \"\\\n\t")) {
+		buf_add(f, b, s, strlen(s));
+		return;
+	}
+	buf_add(f, b, "\"", 1);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_add(f, b, "\\", 1);
+		buf_add(f, b, *s == '\n' ? "n" : *s == '\t' ? "t" : s, 1);
+	}
+	buf_add(f, b, "\"", 1);
+}
+
+/* "<input|output> <kind> <name>[ <target>]\n" */
+static void sig_line(Fn *f, Buf *b, const char *io, const char *kind, Sym name, Sym target)
+{
+	buf_add(f, b, io, strlen(io));
+	buf_add(f, b, " ", 1);
+	buf_add(f, b, kind, strlen(kind));
+	buf_add(f, b, " ", 1);
+	buf_name(f, b, name);
+	if (target) {
+		buf_add(f, b, " ", 1);
+		buf_name(f, b, target);
+	}
+	buf_add(f, b, "\n", 1);
+}
+
+static int user_output(const Graph *g, uint32_t nuser, ValueId v)
+{
+	for (uint32_t i = 0; i < nuser; i++)
+		if (g->out[i] == v)
+			return 1;
+	return 0;
+}
+
+static void push_output(Fn *f, ValueId v)
+{
+	Graph *g = f->g;
+	ValueId *out = ARENA_ARRAY(&f->m->arena, ValueId, g->nout + 1);
+	Type **decl = ARENA_ARRAY(&f->m->arena, Type *, g->nout + 1);
+	if (g->nout) {
+		memcpy(out, g->out, g->nout * sizeof *out);
+		if (g->out_decl)
+			memcpy(decl, g->out_decl, g->nout * sizeof *decl);
+	}
+	out[g->nout] = v;
+	decl[g->nout] = val(f->m, v)->type;
+	g->out = out;
+	g->out_decl = decl;
+	g->nout++;
+}
+
+/* Storage v (an input, parameter or buffer) was mutated: return its latest
+ * version, named `<v>_updated` when it is a version this pass made or
+ * renamed, i.e. a node result not otherwise returned. */
+static void add_mutation(Fn *f, Buf *b, ValueId v)
+{
+	static const char *const kinds[] = {
+		[VK_INPUT] = "user_input_mutation", [VK_PARAM] = "parameter_mutation",
+		[VK_BUFFER] = "buffer_mutation",
+	};
+	Value *in = val(f->m, v);
+	ValueId nv = current(f, v, NULL);
+	Value *x = val(f->m, nv);
+	if (x->kind == VK_NODE && !user_output(f->g, f->g->nout, nv)) {
+		char name[512];
+		snprintf(name, sizeof name, "%.400s_updated", sym_str(in->name));
+		x->name = value_fresh_name(f->m, sym_cstr(name));
+	}
+	push_output(f, nv);
+	sig_line(f, b, "output", kinds[in->kind], x->name, in->kind == VK_INPUT ? in->name : in->key);
+}
+
+static int is_mutated(Fn *f, ValueId v)
+{
+	VState *s = st(f, v);
+	return s->ver > 0 && s->cur && s->cur != v;
+}
+
+static void set_meta(Fn *f, Buf *b)
+{
+	Graph *g = f->g;
+	Str s = { arena_strndup(&f->m->arena, b->v, b->n), b->n };
+	for (uint32_t i = 0; i < g->nmeta; i++)
+		if (g->meta[i].key.n == sizeof SIG_KEY - 1 && !memcmp(g->meta[i].key.s, SIG_KEY, g->meta[i].key.n)) {
+			g->meta[i].val = s;
+			return;
+		}
+	MetaProp *mp = ARENA_ARRAY(&f->m->arena, MetaProp, g->nmeta + 1);
+	if (g->nmeta)
+		memcpy(mp, g->meta, g->nmeta * sizeof *mp);
+	mp[g->nmeta].key = (Str){ SIG_KEY, sizeof SIG_KEY - 1 };
+	mp[g->nmeta].val = s;
+	g->meta = mp;
+	g->nmeta++;
+}
+
+/* The graph's storages in signature order: inputs, then params and
+ * buffers (consts are inline and never outputs). */
+static uint32_t nstorage(const Graph *g) { return g->nin + g->inits.n; }
+
+static ValueId storage_at(const Graph *g, uint32_t i)
+{
+	return i < g->nin ? g->in[i] : g->inits.v[i - g->nin];
+}
+
+static int is_storage(Fn *f, uint32_t i)
+{
+	const Value *v = val(f->m, storage_at(f->g, i));
+	return i < f->g->nin ? v->kind == VK_INPUT : v->kind == VK_PARAM || v->kind == VK_BUFFER;
+}
+
+static void describe_inputs(Fn *f, Buf *b)
+{
+	static const char *const kinds[] = {
+		[VK_INPUT] = "user_input", [VK_PARAM] = "parameter", [VK_BUFFER] = "buffer",
+	};
+	for (uint32_t i = 0; i < nstorage(f->g); i++) {
+		Value *v = val(f->m, storage_at(f->g, i));
+		if (is_storage(f, i))
+			sig_line(f, b, "input", kinds[v->kind], v->name, v->kind == VK_INPUT ? 0 : v->key);
+	}
+}
+
+/* User outputs read the latest versions; mutated storages are appended. */
+static void finish_graph(Fn *f)
+{
+	Graph *g = f->g;
+	uint32_t nuser = g->nout, nmut = 0;
+	for (uint32_t i = 0; i < nuser; i++)
+		if (g->out[i])
+			g->out[i] = current(f, canon(f, g->out[i]), NULL);
+	for (uint32_t i = 0; i < nstorage(g); i++)
+		nmut += is_storage(f, i) && is_mutated(f, storage_at(g, i));
+	if (!nmut)
+		return;
+	Buf b = { 0 };
+	describe_inputs(f, &b);
+	for (uint32_t i = 0; i < nuser; i++)
+		sig_line(f, &b, "output", "user_output",
+			 g->out[i] ? val(f->m, g->out[i])->name : sym_cstr("_"), 0);
+	for (uint32_t i = 0; i < nstorage(g); i++)
+		if (is_storage(f, i) && is_mutated(f, storage_at(g, i)))
+			add_mutation(f, &b, storage_at(g, i));
+	set_meta(f, &b);
+}
+
+static int run_graph(Fn *f, Graph *g)
+{
+	f->g = g;
+	for (Node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		visit(f, n, next);
+	}
+	if (!f->err)
+		finish_graph(f);
+	return f->err;
+}
+
+int pass_functionalize(Module *m, const PassOptions *opt)
+{
+	(void)opt;
+	Fn f = { m, NULL, calloc(m->vals.n, sizeof(VState)), m->vals.n, 0 };
+	int err = 0;
+	if (!f.st)
+		ONNXC_BUG("out of memory");
+	for (uint32_t i = 0; i < m->graphs.n; i++) {
+		f.err = 0;
+		err |= run_graph(&f, m->graphs.v[i]);
+	}
+	free(f.st);
+	return err;
+}
