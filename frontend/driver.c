@@ -23,6 +23,11 @@ typedef struct Opts {
 	const char *print_after, *print_before;
 	int max_errors;
 	OnnxWriteOptions w;
+	const char *decomp_path;    /* -decomp-path=DIR */
+	const char **decomp_files;  /* -decomp=FILE, in order */
+	int ndecomp_files;
+	int allow_custom_ops;
+	DecompLib *lib;
 } Opts;
 
 static const char usage_text[] =
@@ -46,6 +51,12 @@ static const char usage_text[] =
 	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
 	"                           (-passes= runs none)\n"
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
+"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
+	"                           over the built-in library\n"
+	"  -decomp-path=DIR         the built-in decomposition library (default: the\n"
+	"                           decomps directory next to the onnxc binary)\n"
+	"  -allow-custom-ops        keep ATen ops without a decomposition as custom ops\n"
+	"                           (domain aten) instead of failing\n"
 	"  -print-after-all         dump the IR after every pass (to standard error)\n"
 	"  -print-after=NAME        dump the IR after pass NAME\n"
 	"  -print-before=NAME       dump the IR before pass NAME\n"
@@ -150,6 +161,15 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->level = a[2] - '0';
 		} else if (match(a, "-passes", &v)) {
 			o->passes = v;
+		} else if (match(a, "-decomp-path", &v)) {
+			o->decomp_path = v;
+		} else if (match(a, "-decomp", &v)) {
+			o->decomp_files = realloc(o->decomp_files, (size_t)(o->ndecomp_files + 1) * sizeof *o->decomp_files);
+			if (!o->decomp_files)
+				ONNXC_BUG("out of memory");
+			o->decomp_files[o->ndecomp_files++] = v;
+		} else if (strcmp(a, "-allow-custom-ops") == 0) {
+			o->allow_custom_ops = 1;
 		} else if (strcmp(a, "-print-after-all") == 0) {
 			o->print_after_all = 1;
 		} else if (match(a, "-print-after", &v)) {
@@ -206,7 +226,7 @@ static double now(void)
 
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
-	PassOptions po = { o->w.opset ? o->w.opset : 18 };
+	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib };
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
@@ -258,8 +278,12 @@ static int emit_text(Module *m, const Opts *o, FILE *dst)
 	return 0;
 }
 
+/* An ONNX file never holds ATen ops by accident: without -allow-custom-ops
+ * the same listing as the decompose pass's refuses the module. */
 static int emit(Module *m, const Opts *o)
 {
+	if (o->emit == EMIT_ONNX && !o->allow_custom_ops && decompose_report_unsupported(m))
+		return 1;
 	if (o->emit == EMIT_ONNX)
 		return onnx_write(m, o->output, &o->w);
 	if (!o->output || strcmp(o->output, "-") == 0)
@@ -482,6 +506,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < 2; i++)
 		if (named[i] && !pass_lookup(named[i], strlen(named[i])))
 			usage_error("unknown pass '%s' (see -list-passes)", named[i]);
+	o.lib = decomp_lib_new(o.decomp_path, o.decomp_files, o.ndecomp_files);
 	size_t len;
 	char *text = strcmp(o.input, "-") == 0 ? read_stdin(&len) : read_file(o.input, &len);
 	if (!text)
@@ -489,6 +514,8 @@ int main(int argc, char **argv)
 	diag_add_source(sym_cstr(o.input), text, len);
 	int rc = o.split ? compile_split(&o, &pl, text, len) : compile_checked(&o, &pl, text, len, 1);
 	pipeline_free(&pl);
+	decomp_lib_free(o.lib);
+	free(o.decomp_files);
 	free(text);
 	free(dir);
 	return rc ? 1 : 0;

@@ -8,8 +8,12 @@
 
 #include "ir.h"
 
+struct DecompLib;
+
 typedef struct PassOptions {
 	int opset;                  /* target default-domain opset */
+	int allow_custom_ops;       /* decompose: keep ATen ops it cannot lower */
+	struct DecompLib *lib;      /* decompose: the library, loaded on first use */
 } PassOptions;
 
 /* Returns 0 on success; on failure it has reported through diag. */
@@ -35,5 +39,40 @@ void pipeline_free(Pipeline *p);
 
 /* The passes themselves: one file each. */
 int pass_dce(Module *m, const PassOptions *opt);
+int pass_functionalize(Module *m, const PassOptions *opt);
+int pass_decompose(Module *m, const PassOptions *opt);
+
+/* decompose.c: reports every ATen-level node left in m (one error each and
+ * a summary note); returns how many there were. */
+int decompose_report_unsupported(Module *m);
+
+/* decomp_lib.c: the decomposition library.  User files (-decomp=FILE, in
+ * order) come before the built-in directory (every *.fxir in it, sorted by
+ * name); the first decomposition that matches a call wins.  Loading is
+ * deferred to the first lookup, so runs without ATen ops never read it. */
+typedef struct DecompLib DecompLib;
+typedef struct DecompEntry {
+	const Decomp *d;
+	Module *m;                  /* the module holding d's values */
+	const uint32_t *local;      /* ValueId in m -> index among d's values */
+	uint32_t nlocal;            /* how many values d's body has */
+} DecompEntry;
+
+/* dir NULL: the decomps/ directory next to the onnxc binary. */
+DecompLib *decomp_lib_new(const char *dir, const char *const *files, int nfiles);
+void decomp_lib_free(DecompLib *lib);
+/* Reads and indexes the files once; returns 0 after reporting errors. */
+int decomp_lib_load(DecompLib *lib);
+/* The decompositions of domain::name in priority order; *n is their count. */
+const DecompEntry *decomp_lib_find(const DecompLib *lib, Sym domain, Sym name, uint32_t *n);
+
+/* A table of decompositions by (domain, name), for the library and for the
+ * ones a module defines itself. */
+typedef struct DecompTable DecompTable;
+DecompTable *decomp_table_new(void);
+void decomp_table_free(DecompTable *t);
+/* Adds m's decompositions after the ones already there; 0 on errors. */
+int decomp_table_add(DecompTable *t, Module *m);
+const DecompEntry *decomp_table_find(const DecompTable *t, Sym domain, Sym name, uint32_t *n);
 
 #endif

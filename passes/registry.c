@@ -4,7 +4,9 @@
 #include "passes.h"
 
 static const Pass passes[] = {
+	{ "functionalize", "in-place, out= and view mutations become functional; mutated inputs and buffers become extra outputs", pass_functionalize },
 	{ "dce", "remove nodes whose results are unused and that have no side effects", pass_dce },
+	{ "decompose", "lower ATen ops to ONNX ops with the decomposition library", pass_decompose },
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };
@@ -24,9 +26,9 @@ const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
 const char *pipeline_for_level(int level)
 {
 	switch (level) {
-	case 0: return "";
-	case 1: return "dce";
-	default: return "dce";
+	case 0: return "functionalize,decompose";
+	case 1: return "functionalize,decompose,dce";
+	default: return "functionalize,decompose,dce";
 	}
 }
 

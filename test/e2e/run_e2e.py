@@ -216,6 +216,8 @@ def main():
         print("0 passed, %d failed, 0 skipped" % len(models.ZOO))
         return 1
     onnxc = os.path.abspath(a.onnxc)
+    if os.path.isdir(onnxc):        # $ONNXC_BUILD may name the build directory
+        onnxc = os.path.join(onnxc, "onnxc")
 
     selected = [(n, b) for n, b in models.ZOO.items()
                 if not a.pattern or any(p in n or fnmatch.fnmatch(n, p) for p in a.pattern)]

@@ -1,0 +1,1106 @@
+/* decompose.c - ATen ops become ONNX ops through the decomposition library.
+ *
+ * One walk over each graph.  A node in an ATen domain (aten, and _operator
+ * for Python int arithmetic on sizes) is matched against the decompositions
+ * of its (domain, name): the module's own first, then the library (user
+ * files, then built-ins); the first whose parameters bind the call's
+ * arguments and whose guards hold wins.  Its body is copied before the
+ * call, the ATen nodes the copy contains are decomposed in turn (to a depth
+ * limit), and the call is removed.
+ *
+ * Invariants that keep the walk linear:
+ *  - lookups hash (domain, name); a body is copied through a map the size
+ *    of the body, never of the library;
+ *  - a returned body node defines the call's result ValueId itself, so the
+ *    result's name, type and uses stay put;
+ *  - when a body returns one of its inputs the call's result is recorded in
+ *    a substitution table, applied to every later node as the walk reaches
+ *    it (uses always follow definitions), and to graph outputs at the end.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "passes.h"
+
+enum { MAX_DEPTH = 48 };
+
+typedef struct Dx {
+	Module *m;
+	const PassOptions *opt;
+	DecompTable *own;           /* the module's own decompositions */
+	int64_t opset;
+	ValueId *subst;             /* call result -> the value replacing it */
+	const Node **sfrom;         /* the call that made the entry (provenance) */
+	uint32_t nsubst;
+	Sym s_opset, s_nresults, s_result, s_rank, s_swapped, s_neg_len, s_value;
+} Dx;
+
+/* The arguments a call binds to one decomposition's parameters. */
+typedef struct Bound {
+	Arg a;
+	ValueId mat;                /* a as an ONNX input, once materialized */
+	int set;
+} Bound;
+
+typedef struct Inst {
+	Dx *x;
+	const DecompEntry *e;
+	Node *call;
+	Bound *b;                   /* by parameter index */
+	int32_t *inparam;           /* body input number -> parameter index */
+	ValueId *map;               /* local index -> value in x->m (node results) */
+	DType dt;                   /* dtype of literals standing for tensors */
+	int result;                 /* $result of this copy, or -1 */
+	int widen;                  /* the returned node takes all call results */
+} Inst;
+
+static int is_aten_domain(Sym d)
+{
+	static Sym op;
+	if (!op)
+		op = sym_cstr("_operator");
+	return d == dom_aten() || d == op;
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+	if (!p)
+		ONNXC_BUG("out of memory");
+	return p;
+}
+
+static const char *opname(const Node *n, char *buf, size_t sz)
+{
+	snprintf(buf, sz, "%s::%s", sym_str(n->domain), sym_str(n->name));
+	return buf;
+}
+
+/* ---- substitution of call results ------------------------------------------ */
+static ValueId sub(const Dx *x, ValueId v)
+{
+	while (v < x->nsubst && x->subst[v])
+		v = x->subst[v];
+	return v;
+}
+
+static void subst_set(Dx *x, ValueId from, ValueId to, const Node *call)
+{
+	if (from >= x->nsubst) {
+		uint32_t n = x->m->vals.n + 64;
+		x->subst = realloc(x->subst, n * sizeof *x->subst);
+		x->sfrom = realloc(x->sfrom, n * sizeof *x->sfrom);
+		if (!x->subst || !x->sfrom)
+			ONNXC_BUG("out of memory");
+		memset(x->subst + x->nsubst, 0, (n - x->nsubst) * sizeof *x->subst);
+		x->nsubst = n;
+	}
+	x->subst[from] = to;
+	x->sfrom[from] = call;
+}
+
+static int walk_graph(Dx *x, Graph *g);
+
+static int subst_arg(Dx *x, Arg *a)
+{
+	if (a->kind == A_VALUE)
+		a->u.v = sub(x, a->u.v);
+	else if (a->kind == A_GRAPH)
+		return walk_graph(x, a->u.g);
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			if (subst_arg(x, &a->u.list[i]) < 0)
+				return -1;
+	return 0;
+}
+
+static int subst_node(Dx *x, Node *n)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		if (subst_arg(x, &n->args[i]) < 0)
+			return -1;
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (subst_arg(x, &n->kw[i].val) < 0)
+			return -1;
+	return 0;
+}
+
+/* ---- matching ---------------------------------------------------------------- */
+static int is_builtin(const Dx *x, Sym s)
+{
+	return s == x->s_opset || s == x->s_nresults || s == x->s_result || s == x->s_rank ||
+	       s == x->s_swapped || s == x->s_neg_len;
+}
+
+static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
+
+static int has_value(const Arg *a)
+{
+	if (a->kind == A_VALUE)
+		return 1;
+	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
+		if (has_value(&a->u.list[i]))
+			return 1;
+	return 0;
+}
+
+static Str text_of(const Arg *a)
+{
+	if (a->kind == A_STR)
+		return a->u.s;
+	return (Str){ sym_str(a->u.sym), (uint32_t)sym_len(a->u.sym) };
+}
+
+/* Literal equality; numbers compare by value, strings and bare words by text. */
+static int lit_eq(const Arg *a, const Arg *b)
+{
+	if (is_num(a) && is_num(b)) {
+		if (a->kind == A_FLOAT || b->kind == A_FLOAT)
+			return (a->kind == A_FLOAT ? a->u.f : (double)a->u.i) ==
+			       (b->kind == A_FLOAT ? b->u.f : (double)b->u.i);
+		return a->u.i == b->u.i;
+	}
+	if ((a->kind == A_STR || a->kind == A_IDENT) && (b->kind == A_STR || b->kind == A_IDENT)) {
+		Str s = text_of(a), t = text_of(b);
+		return s.n == t.n && memcmp(s.s, t.s, s.n) == 0;
+	}
+	if (a->kind != b->kind)
+		return 0;
+	if (a->kind == A_NONE)
+		return 1;
+	if (a->kind == A_DTYPE)
+		return a->u.i == b->u.i;
+	if (a->kind != A_LIST || a->n != b->n)
+		return 0;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (!lit_eq(&a->u.list[i], &b->u.list[i]))
+			return 0;
+	return 1;
+}
+
+/* A guard on a value known only at run time never holds, except the
+ * comparison with none. */
+static int guard_holds(const Guard *g, const Arg *a)
+{
+	int eq;
+	if (g->lit.kind == A_NONE)
+		eq = a->kind == A_NONE;
+	else if (has_value(a))
+		return 0;
+	else
+		eq = lit_eq(a, &g->lit);
+	return g->negate ? !eq : eq;
+}
+
+/* What a %param accepts: a tensor, none, a scalar, or a list of tensors or
+ * sizes. */
+static int tensor_arg_ok(const Arg *a)
+{
+	if (a->kind == A_VALUE || a->kind == A_NONE || is_num(a))
+		return 1;
+	if (a->kind != A_LIST)
+		return 0;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->u.list[i].kind != A_VALUE && a->u.list[i].kind != A_INT)
+			return 0;
+	return 1;
+}
+
+static int find_param(const Decomp *d, Sym name)
+{
+	for (uint32_t i = 0; i < d->nparam; i++)
+		if (d->params[i].name == name)
+			return (int)i;
+	return -1;
+}
+
+static int bind_positional(const Dx *x, const Decomp *d, const Node *call, Bound *b)
+{
+	uint32_t p = 0;
+	for (uint32_t i = 0; i < call->nargs; i++, p++) {
+		while (p < d->nparam && is_builtin(x, d->params[p].name))
+			p++;
+		if (p == d->nparam)
+			return 0;
+		b[p].a = call->args[i];
+		b[p].set = 1;
+	}
+	for (uint32_t i = 0; i < call->nkw; i++) {
+		int k = find_param(d, call->kw[i].name);
+		if (k < 0 || b[k].set || is_builtin(x, call->kw[i].name))
+			return 0;
+		b[k].a = call->kw[i].val;
+		b[k].set = 1;
+	}
+	return 1;
+}
+
+static Arg int_arg(int64_t v) { return (Arg){ .kind = A_INT, .u.i = v }; }
+
+static int call_rank(const Dx *x, const Node *call)
+{
+	for (uint32_t i = 0; i < call->nargs; i++) {
+		const Arg *a = &call->args[i];
+		const Type *t = a->kind == A_VALUE ? val(x->m, a->u.v)->type : NULL;
+		if (a->kind == A_VALUE)
+			return t && t->kind == TY_TENSOR ? t->rank : -1;
+	}
+	return -1;
+}
+
+/* The identity permutation of the first tensor's rank with the call's first
+ * two integer arguments exchanged (transpose.int); none if unknown. */
+static Arg swapped(const Dx *x, const Node *call)
+{
+	int64_t r = call_rank(x, call), d[2];
+	int k = 0;
+	for (uint32_t i = 0; i < call->nargs && k < 2; i++)
+		if (call->args[i].kind == A_INT)
+			d[k++] = call->args[i].u.i;
+	if (r < 0 || k < 2)
+		return (Arg){ .kind = A_NONE };
+	for (int i = 0; i < 2; i++)
+		d[i] += d[i] < 0 ? r : 0;
+	if (d[0] < 0 || d[0] >= r || d[1] < 0 || d[1] >= r)
+		return (Arg){ .kind = A_NONE };
+	Arg l = { .kind = A_LIST, .elem = A_INT, .n = (uint32_t)r };
+	l.u.list = ARENA_ARRAY(&x->m->arena, Arg, r ? r : 1);
+	for (int64_t i = 0; i < r; i++)
+		l.u.list[i] = (Arg){ .kind = A_INT, .u.i = i == d[0] ? d[1] : i == d[1] ? d[0] : i };
+	return l;
+}
+
+/* Minus the length of the call's first list argument (layer norm's axis). */
+static Arg neg_len(const Node *call)
+{
+	for (uint32_t i = 0; i < call->nargs; i++)
+		if (call->args[i].kind == A_LIST)
+			return (Arg){ .kind = A_INT, .u.i = -(int64_t)call->args[i].n };
+	return (Arg){ .kind = A_NONE };
+}
+
+/* The built-in literals, derived from the call and the target. */
+static Arg builtin(const Dx *x, const Node *call, Sym s)
+{
+	int64_t r;
+	if (s == x->s_opset)
+		return int_arg(x->opset);
+	if (s == x->s_nresults)
+		return int_arg(call->nres);
+	if (s == x->s_rank)
+		return (r = call_rank(x, call)) >= 0 ? int_arg(r) : (Arg){ .kind = A_NONE };
+	if (s == x->s_swapped)
+		return swapped(x, call);
+	if (s == x->s_neg_len)
+		return neg_len(call);
+	return int_arg(0);          /* $result, set per copy */
+}
+
+static int bind(const Dx *x, const Decomp *d, const Node *call, Bound *b)
+{
+	memset(b, 0, d->nparam * sizeof *b);
+	if (!bind_positional(x, d, call, b))
+		return 0;
+	for (uint32_t i = 0; i < d->nparam; i++) {
+		const DParam *p = &d->params[i];
+		if (is_builtin(x, p->name))
+			b[i].a = builtin(x, call, p->name);
+		else if (!b[i].set && p->has_default)
+			b[i].a = p->deflt;
+		else if (!b[i].set)
+			return 0;
+		if (p->kind == DP_TENSOR && !tensor_arg_ok(&b[i].a))
+			return 0;
+	}
+	for (uint32_t i = 0; i < d->nguard; i++) {
+		int k = find_param(d, d->guards[i].param);
+		if (k < 0 || !guard_holds(&d->guards[i], &b[k].a))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- building nodes ----------------------------------------------------------- */
+static Sym name_for(Inst *in, Sym what)
+{
+	char buf[600];
+	Node *c = in->call;
+	Sym base = c->nres && c->res[0] ? val(in->x->m, c->res[0])->name : c->name;
+	snprintf(buf, sizeof buf, "%.280s_%.280s", sym_str(base), sym_str(what));
+	return value_fresh_name(in->x->m, sym_cstr(buf));
+}
+
+/* A node with the call's provenance, inserted before the call. */
+static Node *new_node(Inst *in, Sym dom, Sym name, uint32_t nres, uint32_t nargs, uint32_t nkw)
+{
+	Node *n = node_new(in->x->m, dom, name, nres, nargs, nkw);
+	n->prov = in->call->prov;
+	n->loc = in->call->loc;
+	node_insert_before(in->call->graph, in->call, n);
+	return n;
+}
+
+static ValueId new_result(Inst *in, Node *n, uint32_t i, Sym what, Type *t)
+{
+	ValueId v = value_new(in->x->m, name_for(in, what), t, VK_NODE);
+	val(in->x->m, v)->def = n;
+	val(in->x->m, v)->res = i;
+	n->res[i] = v;
+	return v;
+}
+
+static int fits_dtype(DType dt, const Arg *a)
+{
+	uint8_t tmp[16];
+	return tensor_put(dt, tmp, 0, a->kind == A_FLOAT ? a->u.f : (double)a->u.i,
+			  a->kind == A_FLOAT ? 0 : a->u.i, a->kind != A_FLOAT);
+}
+
+/* onnx::Constant holding the numbers of elems (rank 0 when scalar). */
+static ValueId make_const(Inst *in, DType dt, const Arg *elems, uint32_t n, int scalar, Sym what)
+{
+	Module *m = in->x->m;
+	Dim d = { (int64_t)n, 0 };
+	Tensor *t = ARENA_NEW(&m->arena, Tensor);
+	t->type = type_tensor(&m->arena, dt, scalar ? 0 : 1, &d);
+	t->nbytes = tensor_nbytes(dt, n);
+	uint8_t *data = arena_alloc(&m->arena, t->nbytes + 1);
+	for (uint32_t i = 0; i < n; i++) {
+		const Arg *a = &elems[i];
+		tensor_put(dt, data, i, a->kind == A_FLOAT ? a->u.f : (double)a->u.i,
+			   a->kind == A_FLOAT ? 0 : a->u.i, a->kind != A_FLOAT);
+	}
+	t->data = data;
+	Node *c = new_node(in, dom_onnx(), sym_cstr("Constant"), 1, 0, 1);
+	c->kw[0] = (Named){ in->x->s_value, { .kind = A_TENSOR, .u.t = t } };
+	return new_result(in, c, 0, what, t->type);
+}
+
+/* The dtype of a literal that stands for a tensor (a %param bound to 2.0):
+ * PyTorch promotes it to the tensor operands' dtype, so take the call's
+ * result dtype, else its first tensor operand's; a float never becomes an
+ * int.  Natural dtypes (i64, f32, bool) when nothing is known. */
+static DType literal_dtype(const Inst *in, const Arg *a, int promote)
+{
+	DType dt = promote ? in->dt : DT_UNDEF;
+	if (a->kind == A_FLOAT && (dt == DT_UNDEF || !dtype_is_float(dt)))
+		return DT_F32;
+	if (dt != DT_UNDEF && fits_dtype(dt, a))
+		return dt;
+	return a->kind == A_BOOL ? DT_BOOL : a->kind == A_FLOAT ? DT_F32 : DT_I64;
+}
+
+static ValueId reshape_to_1(Inst *in, ValueId v, ValueId *one)
+{
+	if (!*one) {
+		Arg e = int_arg(1);
+		*one = make_const(in, DT_I64, &e, 1, 0, sym_cstr("one"));
+	}
+	Node *r = new_node(in, dom_onnx(), sym_cstr("Reshape"), 1, 2, 0);
+	r->args[0] = (Arg){ .kind = A_VALUE, .u.v = v };
+	r->args[1] = (Arg){ .kind = A_VALUE, .u.v = *one };
+	return new_result(in, r, 0, sym_cstr("dim"), NULL);
+}
+
+/* A list of sizes as a 1-D tensor: one Constant when every size is known,
+ * else a Concat of constant runs and the symbolic sizes (kept symbolic). */
+static ValueId make_sizes(Inst *in, const Arg *l, Sym what)
+{
+	int lits = 1, floats = 0;
+	for (uint32_t i = 0; i < l->n; i++) {
+		lits &= l->u.list[i].kind != A_VALUE;
+		floats |= l->u.list[i].kind == A_FLOAT;
+	}
+	if (lits)
+		return make_const(in, floats ? DT_F32 : DT_I64, l->u.list, l->n, 0, what);
+	ValueId *parts = xcalloc(l->n, sizeof *parts), one = 0;
+	uint32_t np = 0;
+	for (uint32_t i = 0, j; i < l->n; i = j) {
+		for (j = i; j < l->n && l->u.list[j].kind != A_VALUE; j++)
+			;
+		if (j > i)
+			parts[np++] = make_const(in, DT_I64, &l->u.list[i], j - i, 0, what);
+		else
+			parts[np++] = reshape_to_1(in, l->u.list[j++].u.v, &one);
+	}
+	Node *c = new_node(in, dom_onnx(), sym_cstr("Concat"), 1, np, 1);
+	for (uint32_t i = 0; i < np; i++)
+		c->args[i] = (Arg){ .kind = A_VALUE, .u.v = parts[i] };
+	c->kw[0] = (Named){ sym_cstr("axis"), int_arg(0) };
+	free(parts);
+	return new_result(in, c, 0, what, NULL);
+}
+
+/* A bound argument as an ONNX input.  promote: it stands for a tensor
+ * (%param), so a scalar takes the operands' dtype. */
+static Arg as_input(Inst *in, Bound *b, const Arg *a, int promote, Sym what)
+{
+	if (a->kind == A_VALUE || a->kind == A_NONE)
+		return *a;
+	ValueId v = b ? b->mat : 0;
+	if (!v && is_num(a))
+		v = make_const(in, literal_dtype(in, a, promote), a, 1, 1, what);
+	else if (!v && a->kind == A_LIST)
+		v = make_sizes(in, a, what);
+	if (!v) {
+		char buf[256];
+		diag_error(in->call->loc, "decomposition of %s: argument '%s' cannot be an ONNX input",
+			   opname(in->call, buf, sizeof buf), sym_str(what));
+		return (Arg){ .kind = A_NONE };
+	}
+	if (b)
+		b->mat = v;
+	return (Arg){ .kind = A_VALUE, .u.v = v };
+}
+
+/* ---- copying a body --------------------------------------------------------------- */
+typedef enum { USE_ATEN, USE_INPUT, USE_ATTR } Use;
+
+static Bound *param_of_value(Inst *in, ValueId v, int *p)
+{
+	uint32_t k = in->e->local[v];
+	const Graph *g = in->e->d->body;
+	if (k < g->nin && g->in[k] == v) {
+		*p = in->inparam[k];
+		return &in->b[*p];
+	}
+	return NULL;
+}
+
+static Bound *param_of_sym(Inst *in, Sym s, int *p)
+{
+	*p = find_param(in->e->d, s);
+	if (*p < 0)
+		ONNXC_BUG("unknown decomposition parameter $%s", sym_str(s));
+	return &in->b[*p];
+}
+
+static Arg copy_arg(Inst *in, const Arg *a, Use use, int *err);
+
+/* Elements of a list; a $param bound to a list is spliced in, so
+ * `[$padding, $padding]` doubles a list. */
+static Arg copy_list(Inst *in, const Arg *a, Use use, int *err)
+{
+	uint32_t n = 0;
+	int p;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const Arg *e = &a->u.list[i];
+		const Arg *b = e->kind == A_PARAM ? &param_of_sym(in, e->u.sym, &p)->a : NULL;
+		n += b && b->kind == A_LIST ? b->n : 1;
+	}
+	Arg r = *a;
+	r.n = n;
+	r.u.list = ARENA_ARRAY(&in->x->m->arena, Arg, n ? n : 1);
+	n = 0;
+	for (uint32_t i = 0; i < a->n; i++) {
+		Arg c = copy_arg(in, &a->u.list[i], use, err);
+		if (a->u.list[i].kind == A_PARAM && c.kind == A_LIST)
+			for (uint32_t j = 0; j < c.n; j++)
+				r.u.list[n++] = c.u.list[j];
+		else
+			r.u.list[n++] = c;
+	}
+	return r;
+}
+
+static Arg copy_arg(Inst *in, const Arg *a, Use use, int *err)
+{
+	int p;
+	Bound *b = NULL;
+	Arg r = *a;
+	const DParam *dp = NULL;
+	if (a->kind == A_VALUE && (b = param_of_value(in, a->u.v, &p)))
+		r = b->a;
+	else if (a->kind == A_VALUE)
+		return (Arg){ .kind = A_VALUE, .u.v = in->map[in->e->local[a->u.v]] };
+	else if (a->kind == A_PARAM && (b = param_of_sym(in, a->u.sym, &p)))
+		r = b->a;
+	else if (a->kind == A_LIST && use == USE_INPUT)
+		r = copy_list(in, a, USE_ATEN, err);
+	else if (a->kind == A_LIST)
+		return copy_list(in, a, use, err);
+	if (!b && use == USE_INPUT && (is_num(&r) || r.kind == A_LIST))
+		return as_input(in, NULL, &r, 0, sym_cstr("c"));
+	if (!b)
+		return arg_copy(&in->x->m->arena, a);
+	dp = &in->e->d->params[p];
+	if (use == USE_INPUT)
+		return as_input(in, b, &r, dp->kind == DP_TENSOR, dp->name);
+	if (use == USE_ATTR && has_value(&r)) {
+		char buf[256];
+		diag_error(in->call->loc, "decomposition of %s: '%s' must be a literal here, but the call passes a value",
+			   opname(in->call, buf, sizeof buf), sym_str(dp->name));
+		*err = 1;
+	}
+	return arg_copy(&in->x->m->arena, &r);
+}
+
+/* A %param bound to a list of tensors fills the variadic tail of an ONNX op
+ * (Concat, Sum, SequenceConstruct...); anywhere else a list is sizes. */
+static const Arg *spliced_list(Inst *in, const Node *bn, uint32_t i)
+{
+	const Arg *a = &bn->args[i];
+	int p;
+	if (bn->domain != dom_onnx() || op_info[bn->op].max_in >= 0 || i + 1 != bn->nargs || a->kind != A_VALUE)
+		return NULL;
+	Bound *b = param_of_value(in, a->u.v, &p);
+	if (!b || b->a.kind != A_LIST)
+		return NULL;
+	for (uint32_t k = 0; k < b->a.n; k++)
+		if (b->a.u.list[k].kind != A_VALUE)
+			return NULL;
+	return &b->a;
+}
+
+static uint32_t count_args(Inst *in, const Node *bn)
+{
+	const Arg *l = bn->nargs ? spliced_list(in, bn, bn->nargs - 1) : NULL;
+	return l ? bn->nargs - 1 + l->n : bn->nargs;
+}
+
+static void copy_args(Inst *in, const Node *bn, Node *n, int *err)
+{
+	Use use = bn->domain == dom_onnx() ? USE_INPUT : USE_ATEN;
+	for (uint32_t i = 0, k = 0; i < bn->nargs; i++) {
+		const Arg *l = spliced_list(in, bn, i);
+		for (uint32_t j = 0; l && j < l->n; j++)
+			n->args[k++] = l->u.list[j];
+		if (!l)
+			n->args[k++] = copy_arg(in, &bn->args[i], use, err);
+	}
+}
+
+/* Attributes; one whose $param is bound to none is left out. */
+static void copy_kw(Inst *in, const Node *bn, Node *n, int *err)
+{
+	Use use = bn->domain == dom_onnx() ? USE_ATTR : USE_ATEN;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < bn->nkw; i++) {
+		Arg a = copy_arg(in, &bn->kw[i].val, use, err);
+		if (a.kind == A_NONE && bn->kw[i].val.kind == A_PARAM && use == USE_ATTR)
+			continue;
+		n->kw[k++] = (Named){ bn->kw[i].name, a };
+	}
+	n->nkw = k;
+}
+
+/* A type written in the body is kept (in the model's arena): it is how a
+ * body fixes the dtype of a nested call's literals, e.g.
+ * `aten::_onnxc_const($dim) : i64`. */
+static Type *body_type(Inst *in, ValueId bv)
+{
+	const Type *t = in->e->m->vals.v[bv].type;
+	if (!t || t->kind != TY_TENSOR)
+		return NULL;
+	return type_tensor(&in->x->m->arena, (DType)t->dtype, t->rank, t->dims);
+}
+
+static void copy_results(Inst *in, const Node *bn, Node *n)
+{
+	Module *m = in->x->m;
+	for (uint32_t i = 0; i < n->nres; i++) {
+		ValueId bv = i < bn->nres ? bn->res[i] : VNONE;
+		ValueId pre = bv ? in->map[in->e->local[bv]] : VNONE;
+		if (in->widen)
+			pre = in->call->res[i];
+		if (pre) {
+			n->res[i] = pre;
+			val(m, pre)->def = n;
+			val(m, pre)->res = i;
+		} else if (bv) {
+			in->map[in->e->local[bv]] = new_result(in, n, i, in->e->m->vals.v[bv].name, body_type(in, bv));
+		}
+	}
+}
+
+static int copy_node(Inst *in, const Node *bn, int widen)
+{
+	int err = 0;
+	uint32_t nres = widen ? in->call->nres : bn->nres;
+	/* Constants the arguments need go before the node. */
+	Node *n = node_new(in->x->m, bn->domain, bn->name, nres, count_args(in, bn), bn->nkw);
+	n->prov = in->call->prov;
+	n->loc = in->call->loc;
+	copy_args(in, bn, n, &err);
+	copy_kw(in, bn, n, &err);
+	node_insert_before(in->call->graph, in->call, n);
+	in->widen = widen;
+	copy_results(in, bn, n);
+	in->widen = 0;
+	return err ? -1 : 0;
+}
+
+/* ---- one expansion ---------------------------------------------------------------- */
+static const Node *def_in_body(const Inst *in, ValueId v)
+{
+	const Value *bv = &in->e->m->vals.v[v];
+	return bv->kind == VK_NODE ? bv->def : NULL;
+}
+
+/* A body returning the one result of one node, for a call with several
+ * results (split, unbind...): that node takes all of them. */
+static const Node *widened(const Inst *in)
+{
+	const Graph *g = in->e->d->body;
+	if (in->result >= 0 || g->nout != 1 || in->call->nres < 2)
+		return NULL;
+	const Node *d = def_in_body(in, g->out[0]);
+	return d && d->nres == 1 ? d : NULL;
+}
+
+/* Returned body nodes define the call's results directly (first mention
+ * only).  Returns the node to widen to all call results, if any. */
+static const Node *assign_results(Inst *in)
+{
+	const Graph *g = in->e->d->body;
+	const Node *call = in->call;
+	if (widened(in))
+		return widened(in);
+	for (uint32_t i = 0; i < g->nout; i++) {
+		ValueId target = call->res[in->result < 0 ? i : (uint32_t)in->result];
+		ValueId bv = g->out[i];
+		if (target && def_in_body(in, bv) && !in->map[in->e->local[bv]])
+			in->map[in->e->local[bv]] = target;
+	}
+	return NULL;
+}
+
+/* Results the body returns without defining them (an input, or one value
+ * twice) replace the call's result through the substitution table. */
+static int finish_results(Inst *in)
+{
+	const Graph *g = in->e->d->body;
+	for (uint32_t i = 0; i < g->nout; i++) {
+		ValueId target = in->call->res[in->result < 0 ? i : (uint32_t)in->result];
+		ValueId bv = g->out[i];
+		if (!target || (def_in_body(in, bv) && in->map[in->e->local[bv]] == target))
+			continue;
+		int err = 0;
+		Arg a = copy_arg(in, &(Arg){ .kind = A_VALUE, .u.v = bv }, USE_INPUT, &err);
+		if (a.kind != A_VALUE) {
+			char buf[256];
+			diag_error(in->call->loc, "decomposition of %s returns none for a result",
+				   opname(in->call, buf, sizeof buf));
+			return -1;
+		}
+		subst_set(in->x, target, a.u.v, in->call);
+	}
+	return 0;
+}
+
+static int instantiate(Inst *in)
+{
+	const Decomp *d = in->e->d;
+	memset(in->map, 0, in->e->nlocal * sizeof *in->map);
+	for (uint32_t i = 0; i < d->nparam; i++)
+		in->b[i].mat = 0;
+	int p = find_param(d, in->x->s_result);
+	if (p >= 0)
+		in->b[p].a = int_arg(in->result);
+	const Node *wide = assign_results(in);
+	for (const Node *bn = d->body->first; bn; bn = bn->next)
+		if (copy_node(in, bn, bn == wide) < 0)
+			return -1;
+	return wide ? 0 : finish_results(in);
+}
+
+static int check_arity(const Inst *in, int each)
+{
+	const Graph *g = in->e->d->body;
+	uint32_t want = each ? 1 : in->call->nres;
+	if (g->nout == want || (!each && widened(in)))
+		return 0;
+	char buf[256];
+	diag_error(in->call->loc, "decomposition of %s returns %u value%s, but the call has %u result%s",
+		   opname(in->call, buf, sizeof buf), g->nout, g->nout == 1 ? "" : "s", want, want == 1 ? "" : "s");
+	diag_note(in->e->d->loc, "the decomposition is here");
+	return -1;
+}
+
+/* The dtype literal tensors of this call take (see literal_dtype). */
+static DType call_dtype(const Dx *x, const Node *call, DType outer)
+{
+	const Type *t = call->nres && call->res[0] ? val(x->m, call->res[0])->type : NULL;
+	if (t && t->kind == TY_TENSOR && t->dtype != DT_BOOL && t->dtype != DT_UNDEF)
+		return (DType)t->dtype;
+	for (uint32_t i = 0; i < call->nargs; i++) {
+		const Arg *a = &call->args[i];
+		t = a->kind == A_VALUE ? val(x->m, a->u.v)->type : NULL;
+		if (t && t->kind == TY_TENSOR && t->dtype != DT_BOOL && t->dtype != DT_UNDEF)
+			return (DType)t->dtype;
+	}
+	return outer;
+}
+
+static const DecompEntry *lookup(Dx *x, const Node *call, Bound **b)
+{
+	uint32_t n[2] = { 0, 0 };
+	const DecompEntry *v[2];
+	v[0] = x->own ? decomp_table_find(x->own, call->domain, call->name, &n[0]) : NULL;
+	v[1] = x->opt->lib ? decomp_lib_find(x->opt->lib, call->domain, call->name, &n[1]) : NULL;
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = 0; i < n[k]; i++) {
+			*b = xcalloc(v[k][i].d->nparam, sizeof **b);
+			if (bind(x, v[k][i].d, call, *b))
+				return &v[k][i];
+			free(*b);
+			*b = NULL;
+		}
+	return NULL;
+}
+
+static int expand(Dx *x, Node *call, int depth, DType outer);
+
+/* The copies' own ATen nodes are decomposed in turn, in order. */
+static int expand_nested(Dx *x, Node **v, uint32_t n, int depth, DType dt)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (subst_node(x, v[i]) < 0)
+			return -1;
+		if (is_aten_domain(v[i]->domain) && expand(x, v[i], depth + 1, dt) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int run_inst(Dx *x, Inst *in)
+{
+	const Decomp *d = in->e->d;
+	int each = find_param(d, x->s_result) >= 0;
+	if (check_arity(in, each) < 0)
+		return -1;
+	in->inparam = xcalloc(d->body->nin, sizeof *in->inparam);
+	for (uint32_t i = 0, k = 0; i < d->nparam; i++)
+		if (d->params[i].kind == DP_TENSOR)
+			in->inparam[k++] = (int32_t)i;
+	in->map = xcalloc(in->e->nlocal, sizeof *in->map);
+	int rc = 0;
+	if (!each) {
+		in->result = -1;
+		rc = instantiate(in);
+	}
+	for (uint32_t r = 0; each && r < in->call->nres && rc == 0; r++) {
+		in->result = (int)r;
+		rc = instantiate(in);
+	}
+	free(in->inparam);
+	free(in->map);
+	return rc;
+}
+
+/* Returns 1 if call was replaced, 0 if nothing matched, -1 on errors. */
+static int expand(Dx *x, Node *call, int depth, DType outer)
+{
+	Bound *b;
+	const DecompEntry *e = lookup(x, call, &b);
+	char buf[256];
+	if (!e)
+		return 0;
+	if (depth >= MAX_DEPTH) {
+		diag_error(call->loc, "decomposition of %s recurses", opname(call, buf, sizeof buf));
+		free(b);
+		return -1;
+	}
+	Inst in = { x, e, call, b, NULL, NULL, call_dtype(x, call, outer), -1, 0 };
+	Graph *g = call->graph;
+	Node *before = call->prev;
+	int rc = run_inst(x, &in);
+	free(b);
+	if (rc < 0)
+		return -1;
+	uint32_t n = 0;
+	for (Node *k = before ? before->next : g->first; k != call; k = k->next)
+		n++;
+	Node **v = xcalloc(n, sizeof *v);
+	n = 0;
+	for (Node *k = before ? before->next : g->first; k != call; k = k->next)
+		v[n++] = k;
+	node_remove(g, call);
+	rc = expand_nested(x, v, n, depth, in.dt);
+	free(v);
+	return rc < 0 ? -1 : 1;
+}
+
+/* ---- the walk ---------------------------------------------------------------------- */
+/* A graph output replaced through the table keeps its name: an Identity
+ * defines it from the replacement. */
+static void fix_outputs(Dx *x, Graph *g)
+{
+	for (uint32_t i = 0; i < g->nout; i++) {
+		ValueId o = g->out[i], r = sub(x, o);
+		if (r == o)
+			continue;
+		Node *n = node_new(x->m, dom_onnx(), sym_cstr("Identity"), 1, 1, 0);
+		n->prov = x->sfrom[o]->prov;
+		n->loc = x->sfrom[o]->loc;
+		n->args[0] = (Arg){ .kind = A_VALUE, .u.v = r };
+		n->res[0] = o;
+		val(x->m, o)->def = n;
+		val(x->m, o)->res = 0;
+		node_append(g, n);
+		x->subst[o] = 0;
+	}
+}
+
+static int walk_graph(Dx *x, Graph *g)
+{
+	for (Node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		if (subst_node(x, n) < 0)
+			return -1;
+		if (is_aten_domain(n->domain) && expand(x, n, 0, DT_UNDEF) < 0)
+			return -1;
+	}
+	fix_outputs(x, g);
+	return 0;
+}
+
+/* ---- what is left ------------------------------------------------------------------- */
+/* As the text writes it: a float keeps its point (6.0, not 6). */
+static void print_float(FILE *f, double v)
+{
+	char buf[64];
+	snprintf(buf, sizeof buf, "%.17g", v);
+	if (strtod(buf, NULL) == v)
+		for (int p = 1; p < 17; p++) {
+			snprintf(buf, sizeof buf, "%.*g", p, v);
+			if (strtod(buf, NULL) == v)
+				break;
+		}
+	fputs(buf, f);
+	if (!strpbrk(buf, ".eEn"))
+		fputs(".0", f);
+}
+
+static void print_arg(FILE *f, const Module *m, const Arg *a)
+{
+	switch (a->kind) {
+	case A_NONE: fputs("none", f); break;
+	case A_INT: fprintf(f, "%lld", (long long)a->u.i); break;
+	case A_FLOAT: print_float(f, a->u.f); break;
+	case A_BOOL: fputs(a->u.i ? "true" : "false", f); break;
+	case A_STR: fprintf(f, "\"%.*s\"", (int)a->u.s.n, a->u.s.s); break;
+	case A_IDENT: fputs(sym_str(a->u.sym), f); break;
+	case A_DTYPE: fputs(dtype_name((DType)a->u.i), f); break;
+	case A_VALUE:
+		print_value_name(f, m, a->u.v);
+		if (m->vals.v[a->u.v].type) {
+			fputs(": ", f);
+			print_type(f, m->vals.v[a->u.v].type);
+		}
+		break;
+	case A_LIST:
+		fputc('[', f);
+		for (uint32_t i = 0; i < a->n; i++) {
+			fputs(i ? ", " : "", f);
+			print_arg(f, m, &a->u.list[i]);
+		}
+		fputc(']', f);
+		break;
+	default: fputs("...", f); break;
+	}
+}
+
+static char *describe_args(const Module *m, const Node *n)
+{
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+	if (!f)
+		ONNXC_BUG("out of memory");
+	for (uint32_t i = 0; i < n->nargs + n->nkw; i++) {
+		fputs(i ? ", " : "", f);
+		if (i >= n->nargs)
+			fprintf(f, "%s = ", sym_str(n->kw[i - n->nargs].name));
+		print_arg(f, m, i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val);
+	}
+	fclose(f);
+	return s;
+}
+
+typedef struct Left { Sym dom, name; uint32_t count; } Left;
+typedef struct Leftover { Left *v; uint32_t n, cap, total; } Leftover;
+
+static void tally(Leftover *l, const Node *n)
+{
+	l->total++;
+	for (uint32_t i = 0; i < l->n; i++)
+		if (l->v[i].dom == n->domain && l->v[i].name == n->name) {
+			l->v[i].count++;
+			return;
+		}
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = realloc(l->v, l->cap * sizeof *l->v);
+		if (!l->v)
+			ONNXC_BUG("out of memory");
+	}
+	l->v[l->n++] = (Left){ n->domain, n->name, 1 };
+}
+
+static void report_graph(const Module *m, const Graph *g, Leftover *l);
+
+static void report_arg(const Module *m, const Arg *a, Leftover *l)
+{
+	if (a->kind == A_GRAPH)
+		report_graph(m, a->u.g, l);
+	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
+		report_arg(m, &a->u.list[i], l);
+}
+
+static void report_graph(const Module *m, const Graph *g, Leftover *l)
+{
+	char buf[256];
+	for (const Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs + n->nkw; i++)
+			report_arg(m, i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val, l);
+		if (!is_aten_domain(n->domain))
+			continue;
+		char *args = describe_args(m, n);
+		diag_error(n->loc, "no decomposition for %s (arguments: %s)", opname(n, buf, sizeof buf), args);
+		free(args);
+		tally(l, n);
+	}
+}
+
+static void summary(const Leftover *l)
+{
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+	if (!f)
+		ONNXC_BUG("out of memory");
+	for (uint32_t i = 0; i < l->n; i++)
+		fprintf(f, "%s%s::%s (%u)", i ? ", " : "", sym_str(l->v[i].dom), sym_str(l->v[i].name), l->v[i].count);
+	fclose(f);
+	diag_note((Loc){ 0 }, "%u node%s of %u unsupported op%s: %s", l->total, l->total == 1 ? "" : "s",
+		  l->n, l->n == 1 ? "" : "s", s);
+	free(s);
+}
+
+int decompose_report_unsupported(Module *m)
+{
+	Leftover l = { 0 };
+	for (uint32_t i = 0; i < m->graphs.n; i++)
+		report_graph(m, m->graphs.v[i], &l);
+	for (uint32_t i = 0; i < m->funcs.n; i++)
+		report_graph(m, m->funcs.v[i]->body, &l);
+	if (l.total)
+		summary(&l);
+	free(l.v);
+	return (int)l.total;
+}
+
+/* ---- -allow-custom-ops ------------------------------------------------------------- */
+/* A literal as an attribute value (bare words become strings). */
+static int to_attr(Arg *a)
+{
+	if (a->kind == A_IDENT) {
+		Str s = text_of(a);
+		a->kind = A_STR;
+		a->u.s = s;
+	} else if (a->kind == A_BOOL) {
+		a->kind = A_INT;
+	}
+	return a->kind != A_NONE && !has_value(a);
+}
+
+static int all_values(const Arg *a)
+{
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->u.list[i].kind != A_VALUE)
+			return 0;
+	return a->kind == A_LIST && a->n;
+}
+
+/* Values (and lists of values) become inputs, literals attributes. */
+static void to_custom(Module *m, Node *n)
+{
+	uint32_t ni = 0, na = 0, cap = n->nargs + n->nkw;
+	for (uint32_t i = 0; i < n->nargs + n->nkw; i++) {
+		const Arg *a = i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val;
+		cap += a->kind == A_LIST ? a->n : 0;
+	}
+	Arg *in = ARENA_ARRAY(&m->arena, Arg, cap + 1);
+	Named *at = ARENA_ARRAY(&m->arena, Named, cap + 1);
+	for (uint32_t i = 0; i < n->nargs + n->nkw; i++) {
+		Arg a = i < n->nargs ? n->args[i] : n->kw[i - n->nargs].val;
+		char nm[32];
+		snprintf(nm, sizeof nm, "arg%u", i);
+		Sym name = i < n->nargs ? sym_cstr(nm) : n->kw[i - n->nargs].name;
+		if (a.kind == A_VALUE || (a.kind == A_NONE && i < n->nargs))
+			in[ni++] = a;
+		else if (all_values(&a))
+			for (uint32_t j = 0; j < a.n; j++)
+				in[ni++] = a.u.list[j];
+		else if (to_attr(&a))
+			at[na++] = (Named){ name, a };
+	}
+	n->args = in;
+	n->nargs = ni;
+	n->kw = at;
+	n->nkw = na;
+	n->op = OP_GENERIC;
+}
+
+static void keep_custom(Module *m, Graph *g)
+{
+	char buf[256];
+	for (Node *n = g->first; n; n = n->next) {
+		if (!is_aten_domain(n->domain))
+			continue;
+		diag_warning(n->loc, "no decomposition for %s; kept as a custom op", opname(n, buf, sizeof buf));
+		to_custom(m, n);
+	}
+}
+
+/* ---- the pass ----------------------------------------------------------------------- */
+static int has_aten(const Module *m)
+{
+	for (uint32_t i = 0; i < m->graphs.n; i++)
+		for (const Node *n = m->graphs.v[i]->first; n; n = n->next)
+			if (is_aten_domain(n->domain))
+				return 1;
+	return 0;
+}
+
+/* The module's own `opset onnx N` wins over -opset; the result targets it. */
+static int64_t target_opset(Module *m, const PassOptions *opt)
+{
+	for (uint32_t i = 0; i < m->opsets.n; i++)
+		if (m->opsets.v[i].domain == dom_onnx())
+			return m->opsets.v[i].version;
+	int64_t v = opt->opset ? opt->opset : 18;
+	VEC_PUSH(&m->arena, m->opsets, ((Opset){ dom_onnx(), v }));
+	return v;
+}
+
+int pass_decompose(Module *m, const PassOptions *opt)
+{
+	Dx x = { .m = m, .opt = opt };
+	x.opset = target_opset(m, opt);
+	x.s_opset = sym_cstr("opset");
+	x.s_nresults = sym_cstr("nresults");
+	x.s_result = sym_cstr("result");
+	x.s_rank = sym_cstr("rank");
+	x.s_swapped = sym_cstr("swapped");
+	x.s_neg_len = sym_cstr("neg_len");
+	x.s_value = sym_cstr("value");
+	if (!has_aten(m))
+		return 0;
+	if (opt->lib && !decomp_lib_load(opt->lib))
+		return 1;
+	x.own = decomp_table_new();
+	int rc = decomp_table_add(x.own, m) ? 0 : 1;
+	for (uint32_t i = 0; i < m->graphs.n && rc == 0; i++)
+		rc = walk_graph(&x, m->graphs.v[i]) < 0;
+	for (uint32_t i = 0; i < m->graphs.n && rc == 0; i++) {
+		if (opt->allow_custom_ops)
+			keep_custom(m, m->graphs.v[i]);
+	}
+	if (rc == 0 && !opt->allow_custom_ops && decompose_report_unsupported(m))
+		rc = 1;
+	decomp_table_free(x.own);
+	free(x.subst);
+	free(x.sfrom);
+	return rc;
+}
