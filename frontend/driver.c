@@ -509,10 +509,11 @@ int main(int argc, char **argv)
 	o.lib = decomp_lib_new(o.decomp_path, o.decomp_files, o.ndecomp_files);
 	size_t len;
 	char *text = strcmp(o.input, "-") == 0 ? read_stdin(&len) : read_file(o.input, &len);
-	if (!text)
-		return 1;
-	diag_add_source(sym_cstr(o.input), text, len);
-	int rc = o.split ? compile_split(&o, &pl, text, len) : compile_checked(&o, &pl, text, len, 1);
+	int rc = 1;
+	if (text) {
+		diag_add_source(sym_cstr(o.input), text, len);
+		rc = o.split ? compile_split(&o, &pl, text, len) : compile_checked(&o, &pl, text, len, 1);
+	}
 	pipeline_free(&pl);
 	decomp_lib_free(o.lib);
 	free(o.decomp_files);
