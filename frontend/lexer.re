@@ -176,31 +176,8 @@ static int lex_float(P *p, const char *s, const char *e, double *out)
 	return 1;
 }
 
-static void lex_opname_slow(const char *s, const char *e, OpName *out);
-
-/* Op names repeat on almost every line: a small cache keyed by the text
- * saves the interner's probe.  Entries point into the interner's stable
- * copies, so they stay valid across inputs. */
-enum { OPCACHE = 64 };
-static struct { const char *text; size_t n; OpName op; } opcache[OPCACHE];
-
 /* Splits "dom.ain::na.me" into the two interned halves. */
 static void lex_opname(const char *s, const char *e, OpName *out)
-{
-	size_t len0 = (size_t)(e - s);
-	uint32_t slot = (uint32_t)hash_mem(s, len0) & (OPCACHE - 1);
-	if (opcache[slot].n == len0 && memcmp(opcache[slot].text, s, len0) == 0) {
-		*out = opcache[slot].op;
-		return;
-	}
-	Sym whole = sym_intern(s, len0);
-	opcache[slot].text = sym_str(whole);
-	opcache[slot].n = len0;
-	lex_opname_slow(s, e, out);
-	opcache[slot].op = *out;
-}
-
-static void lex_opname_slow(const char *s, const char *e, OpName *out)
 {
 	const char *c = s;
 	while (!(c[0] == ':' && c[1] == ':'))

@@ -16,75 +16,60 @@
 
 int yyparse(P *p);
 
-/* ---- symbol table: chained hash with a stack of entries per scope ------- */
-typedef struct Entry { Sym name; ValueId v; int32_t next; Loc loc; } Entry;
+/* ---- symbol table: the value bound to each name ----------------------
+ * Names are interned, so the table is an array indexed by Sym, grown on
+ * demand; scopes are an undo log.  A use or a definition costs no hashing. */
+typedef struct Undo { Sym name; ValueId old; } Undo;
 typedef struct Pending { Sym name; Loc loc; } Pending;
 
 struct SymTab {
-	int32_t *bucket;            /* head entry per bucket, -1 empty */
-	uint32_t nbucket;
-	VEC(Entry) e;
-	VEC(uint32_t) marks;        /* entry count at each open scope */
+	ValueId *bind;              /* by Sym; VNONE when unbound */
+	uint32_t nbind;
+	VEC(Undo) undo;
+	VEC(uint32_t) marks;        /* undo depth at each open scope */
 	VEC(Pending) pending;
 };
 
-static uint32_t bucket_of(SymTab *t, Sym s) { return (s * 2654435761u) & (t->nbucket - 1); }
+static ValueId tab_find(SymTab *t, Sym s) { return s < t->nbind ? t->bind[s] : VNONE; }
 
-static void tab_rehash(P *p, SymTab *t)
+static void tab_add(P *p, SymTab *t, Sym s, ValueId v)
 {
-	uint32_t n = t->nbucket ? t->nbucket * 2 : 256;
-	t->bucket = ARENA_ARRAY(&p->pa, int32_t, n);
-	t->nbucket = n;
-	memset(t->bucket, 0xff, n * sizeof *t->bucket);
-	for (uint32_t i = 0; i < t->e.n; i++) {
-		uint32_t h = bucket_of(t, t->e.v[i].name);
-		t->e.v[i].next = t->bucket[h];
-		t->bucket[h] = (int32_t)i;
+	if (s >= t->nbind) {
+		uint32_t n = t->nbind ? t->nbind : 1024;
+		while (n <= s)
+			n *= 2;
+		ValueId *nb = realloc(t->bind, n * sizeof *nb);
+		if (!nb)
+			ONNXC_BUG("out of memory");
+		memset(nb + t->nbind, 0, (n - t->nbind) * sizeof *nb);
+		t->bind = nb;
+		t->nbind = n;
+	}
+	VEC_PUSH(&p->pa, t->undo, ((Undo){ s, t->bind[s] }));
+	t->bind[s] = v;
+}
+
+static void tab_open(P *p) { VEC_PUSH(&p->pa, p->tab->marks, p->tab->undo.n); }
+
+static void tab_unwind(SymTab *t, uint32_t depth)
+{
+	while (t->undo.n > depth) {
+		Undo *u = &t->undo.v[--t->undo.n];
+		t->bind[u->name] = u->old;
 	}
 }
 
-static Entry *tab_find(SymTab *t, Sym s)
-{
-	if (!t->nbucket)
-		return NULL;
-	for (int32_t i = t->bucket[bucket_of(t, s)]; i >= 0; i = t->e.v[i].next)
-		if (t->e.v[i].name == s)
-			return &t->e.v[i];
-	return NULL;
-}
-
-static void tab_add(P *p, SymTab *t, Sym s, ValueId v, Loc loc)
-{
-	if (t->e.n + 1 > t->nbucket)
-		tab_rehash(p, t);
-	uint32_t h = bucket_of(t, s);
-	Entry e = { s, v, t->bucket[h], loc };
-	VEC_PUSH(&p->pa, t->e, e);
-	t->bucket[h] = (int32_t)(t->e.n - 1);
-}
-
-static void tab_open(P *p) { VEC_PUSH(&p->pa, p->tab->marks, p->tab->e.n); }
-
-/* Entries are popped newest first, so each is the head of its chain. */
 static void tab_close(SymTab *t)
 {
-	if (!t->marks.n)
-		return;
-	uint32_t mark = t->marks.v[--t->marks.n];
-	while (t->e.n > mark) {
-		Entry *e = &t->e.v[--t->e.n];
-		t->bucket[bucket_of(t, e->name)] = e->next;
-	}
+	if (t->marks.n)
+		tab_unwind(t, t->marks.v[--t->marks.n]);
 }
 
 static void tab_reset(SymTab *t)
 {
-	while (t->marks.n)
-		tab_close(t);
-	t->e.n = 0;
+	tab_unwind(t, 0);
+	t->marks.n = 0;
 	t->pending.n = 0;
-	if (t->nbucket)
-		memset(t->bucket, 0xff, t->nbucket * sizeof *t->bucket);
 }
 
 /* ---- hash-consing: one copy of each type and provenance record --------- */
@@ -178,14 +163,14 @@ static Sym opname_sym(OpName op)
  * graph and the graphs around it. */
 static ValueId define(P *p, Sym name, Type *t, ValueKind kind, Loc loc)
 {
-	Entry *prev = tab_find(p->tab, name);
+	ValueId prev = tab_find(p->tab, name);
 	if (prev) {
 		diag_error(loc, "redefinition of value %s", vname(name));
-		diag_note(prev->loc, "previous definition is here");
+		diag_note(val(p->m, prev)->loc, "previous definition is here");
 	}
 	ValueId v = value_new(p->m, name, t, kind);
 	val(p->m, v)->loc = loc;
-	tab_add(p, p->tab, name, v, loc);
+	tab_add(p, p->tab, name, v);
 	return v;
 }
 
@@ -266,10 +251,10 @@ static void report_pending(P *p)
 	SymTab *t = p->tab;
 	for (uint32_t i = 0; i < t->pending.n; i++) {
 		Pending *u = &t->pending.v[i];
-		Entry *e = tab_find(t, u->name);
+		ValueId e = tab_find(t, u->name);
 		if (e) {
 			diag_error(u->loc, "value %s is used before its definition", vname(u->name));
-			diag_note(e->loc, "defined here");
+			diag_note(val(p->m, e)->loc, "defined here");
 		} else {
 			diag_error(u->loc, "use of undefined value %s", vname(u->name));
 		}
@@ -607,9 +592,9 @@ void b_decomp_end(P *p, YYLTYPE l)
 /* ---- argument values ---------------------------------------------------- */
 Arg b_value_ref(P *p, Sym name, YYLTYPE l)
 {
-	Entry *e = tab_find(p->tab, name);
+	ValueId e = tab_find(p->tab, name);
 	if (e)
-		return (Arg){ .kind = A_VALUE, .u.v = e->v };
+		return (Arg){ .kind = A_VALUE, .u.v = e };
 	VEC_PUSH(&p->pa, p->tab->pending, ((Pending){ name, b_loc(p, l) }));
 	return (Arg){ .kind = A_NONE };
 }
@@ -733,6 +718,7 @@ Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t f
 	p.lex = (Lexer){ .cur = text, .lim = text + len, .bol = text, .line = first_line };
 	int rc = yyparse(&p);
 	free(copy);
+	free(tab.bind);
 	arena_free(&p.t);
 	arena_free(&p.pa);
 	if (rc == 0 && p.m->graphs.n + p.m->funcs.n + p.m->decomps.n == 0 && diag_error_count() == errors)
