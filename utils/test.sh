@@ -2,8 +2,9 @@
 # onnxc's test command.
 #
 #   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
-#                                ONNX conformance, end-to-end tests
-#   bash utils/test.sh --quick   build, lit and end-to-end tests only
+#                                ONNX conformance, decompositions against
+#                                PyTorch, end-to-end tests
+#   bash utils/test.sh --quick   build, lit, decompositions and end-to-end only
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
@@ -197,42 +198,42 @@ else
   note fuzz "ok: $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz.log" | grep -Eo '[0-9]+$' || echo '?') runs"
 fi
 
+# counted STEP HINT CMD...: runs a suite whose last line is
+# `N passed, N failed, N skipped`, adds its counts, and stops the run if it
+# failed (HINT says where to look).
+counted() {
+  local step=$1 hint=$2 rc p f s
+  shift 2
+  "$@" 2>&1 | tee "$LOGDIR/$step.log"
+  rc=${PIPESTATUS[0]}
+  read -r p f s < <(closing_counts "$LOGDIR/$step.log")
+  count "${p:-0}" "${f:-0}" "${s:-0}"
+  if [ "$rc" -ne 0 ]; then
+    [ "${f:-0}" -gt 0 ] || count 0 1 0
+    fail "$step" "exit $rc; $hint" 1
+  fi
+  note "$step" "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+}
+
 # ---- 5. ONNX conformance ----
 header "conformance: ONNX node tests through onnxc"
 if [ "$QUICK" = 1 ]; then
   echo "skipped: --quick"; note conformance "skipped: --quick"
-elif [ ! -f frontend/onnx_import.c ]; then
-  echo "skipped: the ONNX importer (frontend/onnx_import.c) does not exist yet"
-  note conformance "skipped: no importer yet"
 else
-  "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --text-roundtrip -j"$JOBS" \
-    --failures build/conformance-failures.txt --list-skips build/conformance-skips.txt \
-    2>&1 | tee "$LOGDIR/conformance.log"
-  rc=${PIPESTATUS[0]}
-  read -r p f s < <(closing_counts "$LOGDIR/conformance.log")
-  count "${p:-0}" "${f:-0}" "${s:-0}"
-  if [ "$rc" -ne 0 ]; then
-    [ "${f:-0}" -gt 0 ] || count 0 1 0
-    fail conformance "exit $rc; failures listed in build/conformance-failures.txt" 1
-  fi
-  note conformance "$p passed, $f failed, $s skipped"
+  counted conformance "failures listed in build/conformance-failures.txt" \
+    "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --text-roundtrip -j"$JOBS" \
+    --failures build/conformance-failures.txt --list-skips build/conformance-skips.txt
 fi
 
-# ---- 6. end-to-end ----
+# ---- 6. decompositions against PyTorch ----
+header "decompositions: test/decomp/check_decomps.py"
+counted decompositions "rerun with -v -k NAME for the failing program" \
+  "$PY" test/decomp/check_decomps.py --onnxc "$REPO/build/onnxc"
+
+# ---- 7. end-to-end ----
 header "e2e: test/e2e/run_e2e.py"
-if [ ! -f test/e2e/run_e2e.py ]; then
-  echo "skipped: test/e2e/run_e2e.py does not exist yet"; note e2e "skipped: no run_e2e.py"
-else
-  ONNXC_BUILD="$REPO/build/onnxc" "$PY" test/e2e/run_e2e.py 2>&1 | tee "$LOGDIR/e2e.log"
-  rc=${PIPESTATUS[0]}
-  read -r p f s < <(closing_counts "$LOGDIR/e2e.log")
-  count "${p:-0}" "${f:-0}" "${s:-0}"
-  if [ "$rc" -ne 0 ]; then
-    [ "${f:-0}" -gt 0 ] || count 0 1 0
-    fail e2e "run_e2e.py exited $rc" 1
-  fi
-  note e2e "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
-fi
+counted e2e "rerun with --keep -k MODEL to keep the files" \
+  env ONNXC_BUILD="$REPO/build/onnxc" "$PY" test/e2e/run_e2e.py
 
 finish
 [ "$TOTAL_FAIL" -eq 0 ]
