@@ -194,20 +194,22 @@ static void lex_opname(const char *s, const char *e, OpName *out)
 /* The raw scanner: one token per call, no error-recovery skipping. */
 static int scan(P *p, YYSTYPE *lval, YYLTYPE *lloc)
 {
+	/* The cursor lives in a local so the DFA keeps it in a register; it is
+	 * stored back before anything that reads the lexer state. */
 	Lexer *l = &p->lex;
-	const char *YYMARKER = NULL, *start;
+	const char *cur = l->cur, *lim = l->lim, *YYMARKER = NULL, *start;
 	int tok;
 loop:
-	start = l->tok = l->cur;
+	start = cur;
 	/*!re2c
 	re2c:api = custom;
 	re2c:api:style = free-form;
 	re2c:define:YYCTYPE = "unsigned char";
-	re2c:define:YYPEEK = "(unsigned char)*l->cur";
-	re2c:define:YYSKIP = "++l->cur;";
-	re2c:define:YYBACKUP = "YYMARKER = l->cur;";
-	re2c:define:YYRESTORE = "l->cur = YYMARKER;";
-	re2c:define:YYLESSTHAN = "l->cur >= l->lim";
+	re2c:define:YYPEEK = "(unsigned char)*cur";
+	re2c:define:YYSKIP = "++cur;";
+	re2c:define:YYBACKUP = "YYMARKER = cur;";
+	re2c:define:YYRESTORE = "cur = YYMARKER;";
+	re2c:define:YYLESSTHAN = "cur >= lim";
 	re2c:yyfill:enable = 0;
 	re2c:eof = 0;
 
@@ -216,12 +218,12 @@ loop:
 	digits = [0-9]+;
 	exp = [eE] [+-]? digits;
 
-	$ { set_loc(p, lloc, start); return 0; }
-	"\n" { l->line++; l->bol = l->cur; goto loop; }
+	$ { l->cur = cur; set_loc(p, lloc, start); return 0; }
+	"\n" { l->line++; l->bol = cur; goto loop; }
 	[ \t\r]+ { goto loop; }
 	"//" [^\n\x00]* {
-		for (const unsigned char *c = (const unsigned char *)start; c < (const unsigned char *)l->cur;) {
-			size_t k = utf8_len(c, (const unsigned char *)l->cur);
+		for (const unsigned char *c = (const unsigned char *)start; c < (const unsigned char *)cur;) {
+			size_t k = utf8_len(c, (const unsigned char *)cur);
 			if (!k) {
 				diag_error(loc_at(p, (const char *)c), "invalid UTF-8 in comment");
 				break;
@@ -231,23 +233,23 @@ loop:
 		goto loop;
 	}
 
-	"%" [A-Za-z0-9_.]+ { lval->sym = sym_intern(start + 1, (size_t)(l->cur - start - 1)); tok = VALNAME; goto done; }
-	"%\"" { Str s; lex_string(p, start + 1, &s); lval->sym = sym_intern(s.s, s.n); tok = VALNAME; goto done; }
-	"@" ident { lval->sym = sym_intern(start + 1, (size_t)(l->cur - start - 1)); tok = SYMNAME; goto done; }
-	"@\"" { Str s; lex_string(p, start + 1, &s); lval->sym = sym_intern(s.s, s.n); tok = SYMNAME; goto done; }
-	"$" ident { lval->sym = sym_intern(start + 1, (size_t)(l->cur - start - 1)); tok = PARAMNAME; goto done; }
-	dotted "::" ident { lex_opname(start, l->cur, &lval->op); tok = OPNAME; goto done; }
+	"%" [A-Za-z0-9_.]+ { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = VALNAME; goto done; }
+	"%\"" { Str s; l->cur = cur; lex_string(p, start + 1, &s); cur = l->cur; lval->sym = sym_intern(s.s, s.n); tok = VALNAME; goto done; }
+	"@" ident { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = SYMNAME; goto done; }
+	"@\"" { Str s; l->cur = cur; lex_string(p, start + 1, &s); cur = l->cur; lval->sym = sym_intern(s.s, s.n); tok = SYMNAME; goto done; }
+	"$" ident { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = PARAMNAME; goto done; }
+	dotted "::" ident { lex_opname(start, cur, &lval->op); tok = OPNAME; goto done; }
 
-	"-"? digits { lex_int(p, start, l->cur, &lval->i); tok = INT; goto done; }
+	"-"? digits { lex_int(p, start, cur, &lval->i); tok = INT; goto done; }
 	"-"? digits "." [0-9]* exp? | "-"? digits exp {
-		lex_float(p, start, l->cur, &lval->f);
+		lex_float(p, start, cur, &lval->f);
 		tok = FLOAT; goto done;
 	}
 	"inf" { lval->f = INFINITY; tok = FLOAT; goto done; }
 	"-inf" { lval->f = -INFINITY; tok = FLOAT; goto done; }
 	"nan" { lval->f = NAN; tok = FLOAT; goto done; }
-	"\"" { lex_string(p, start, &lval->str); tok = STRING; goto done; }
-	"x\"" { lex_hex(p, start, &lval->str); tok = HEXSTR; goto done; }
+	"\"" { l->cur = cur; lex_string(p, start, &lval->str); cur = l->cur; tok = STRING; goto done; }
+	"x\"" { l->cur = cur; lex_hex(p, start, &lval->str); cur = l->cur; tok = HEXSTR; goto done; }
 
 	"->" { tok = ARROW; goto done; }
 	"==" { tok = EQEQ; goto done; }
@@ -306,12 +308,12 @@ loop:
 	"i4" { lval->i = DT_I4; tok = DTYPE; goto done; }
 	"f4e2m1" { lval->i = DT_F4E2M1; tok = DTYPE; goto done; }
 	"f8e8m0" { lval->i = DT_F8E8M0; tok = DTYPE; goto done; }
-	ident { lval->sym = sym_intern(start, (size_t)(l->cur - start)); tok = IDENT; goto done; }
+	ident { lval->sym = sym_intern(start, (size_t)(cur - start)); tok = IDENT; goto done; }
 	* {
 		unsigned char c = (unsigned char)*start;
 		if (c == 0)
 			diag_error(loc_at(p, start), "unexpected NUL byte");
-		else if (c >= 0x80 && !utf8_len((const unsigned char *)start, (const unsigned char *)l->lim))
+		else if (c >= 0x80 && !utf8_len((const unsigned char *)start, (const unsigned char *)lim))
 			diag_error(loc_at(p, start), "invalid UTF-8");
 		else if (c >= 0x80)
 			diag_error(loc_at(p, start), "unexpected character outside a string");
@@ -320,14 +322,15 @@ loop:
 		else
 			diag_error(loc_at(p, start), "unexpected character 0x%02x", c);
 		if (c >= 0x80) {
-			size_t k = utf8_len((const unsigned char *)start, (const unsigned char *)l->lim);
-			l->cur = start + (k ? k : 1);
+			size_t k = utf8_len((const unsigned char *)start, (const unsigned char *)lim);
+			cur = start + (k ? k : 1);
 		}
-		if (diag_too_many()) { set_loc(p, lloc, start); return 0; }
+		if (diag_too_many()) { l->cur = cur; set_loc(p, lloc, start); return 0; }
 		goto loop;
 	}
 	*/
 done:
+	l->cur = cur;
 	set_loc(p, lloc, start);
 	return tok;
 }

@@ -27,7 +27,7 @@ typedef struct Trailers {
 } Trailers;
 
 typedef struct Lexer {
-	const char *cur, *lim, *tok, *bol;
+	const char *cur, *lim, *bol;
 	uint32_t line, prev_line;
 	int first_on_line, last_tok;
 } Lexer;
