@@ -486,6 +486,8 @@ int main(int argc, char **argv)
 		size_t n = o.output ? strlen(o.output) : 0;
 		o.emit = n > 5 && strcmp(o.output + n - 5, ".onnx") == 0 ? EMIT_ONNX : EMIT_FXIR;
 	}
+	if (o.split && o.emit == EMIT_ONNX)
+		usage_error("%s", "-split-input-file writes one output per input: use -emit=fxir or -emit=listing, not onnx");
 	if (!o.output)
 		o.output = default_output(&o);
 	/* Weights files are named relative to the input, not the working dir. */
