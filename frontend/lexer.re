@@ -42,6 +42,16 @@ static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str 
  * decoded into the scratch arena.  Either way a grammar action that keeps
  * it copies it.  A bad string is reported and still becomes a token (an
  * empty one), so one mistake makes one message. */
+/* Bytes a string's fast loop must stop at: the quote, a backslash, a
+ * newline, NUL (also the end sentinel) and every non-ASCII byte. */
+static const unsigned char str_stop[256] = {
+	[0] = 1, ['\n'] = 1, ['"'] = 1, ['\\'] = 1,
+#define R16(b) [b] = 1, [b + 1] = 1, [b + 2] = 1, [b + 3] = 1, [b + 4] = 1, [b + 5] = 1, [b + 6] = 1, \
+	[b + 7] = 1, [b + 8] = 1, [b + 9] = 1, [b + 10] = 1, [b + 11] = 1, [b + 12] = 1, [b + 13] = 1, [b + 14] = 1, [b + 15] = 1,
+	R16(0x80) R16(0x90) R16(0xa0) R16(0xb0) R16(0xc0) R16(0xd0) R16(0xe0) R16(0xf0)
+#undef R16
+};
+
 static void lex_string(P *p, const char *quote, Str *out)
 {
 	Lexer *l = &p->lex;
@@ -49,6 +59,8 @@ static void lex_string(P *p, const char *quote, Str *out)
 	const unsigned char *body = s;
 	int escapes = 0, bad = 0;
 	for (;;) {
+		while (!str_stop[*s])   /* the buffer ends in NUL, which stops it */
+			s++;
 		if (s >= end || *s == '\n') {
 			diag_error(loc_at(p, quote), "unterminated string");
 			l->cur = (const char *)s;
@@ -64,8 +76,8 @@ static void lex_string(P *p, const char *quote, Str *out)
 			s++;
 			continue;
 		}
-		size_t k = *s < 0x80 ? 1 : utf8_len(s, end);
-		if ((k == 0 || *s == 0) && !bad) {
+		size_t k = *s ? utf8_len(s, end) : 0;
+		if (k == 0 && !bad) {
 			diag_error(loc_at(p, (const char *)s), *s ? "invalid UTF-8 in string" : "NUL byte in string");
 			bad = 1;
 		}

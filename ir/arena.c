@@ -12,9 +12,12 @@ struct ArenaChunk {
 
 enum { CHUNK_MIN = 64 * 1024 };
 
+/* Chunks come zeroed from calloc (fresh pages from the OS cost nothing to
+ * zero) and arena_reset re-zeroes what was used, so an allocation needs no
+ * memset of its own. */
 static ArenaChunk *chunk_new(size_t cap)
 {
-	ArenaChunk *c = malloc(sizeof *c + cap);
+	ArenaChunk *c = calloc(1, sizeof *c + cap);
 	if (!c) {
 		fprintf(stderr, "onnxc: out of memory\n");
 		exit(1);
@@ -40,7 +43,6 @@ void *arena_alloc(Arena *a, size_t n)
 	}
 	void *p = (char *)c->data + c->used;
 	c->used += n;
-	memset(p, 0, n);
 	return p;
 }
 
@@ -95,6 +97,7 @@ void arena_reset(Arena *a)
 		free(o);
 	}
 	c->next = NULL;
+	memset(c->data, 0, c->used);
 	c->used = 0;
 }
 

@@ -12,6 +12,7 @@ static VEC(Source) sources;
 static Arena diag_arena;
 static VEC(Diag) kept;
 static int collect, nerrors, max_errors = 20;
+int diag_stopped;
 static FILE *stream;
 
 void onnxc_bug(const char *file, int line, const char *fmt, ...)
@@ -73,8 +74,8 @@ static const char *kind_name(DiagKind k)
 
 void diag_emitv(DiagKind k, Loc loc, const char *fmt, va_list ap)
 {
-	if (k == DIAG_ERROR)
-		nerrors++;
+	if (k == DIAG_ERROR && ++nerrors >= max_errors && max_errors > 0)
+		diag_stopped = 1;
 	char buf[1024];
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	if (collect) {
@@ -103,9 +104,12 @@ DIAG_FN(diag_warning, DIAG_WARNING)
 DIAG_FN(diag_note, DIAG_NOTE)
 
 int diag_error_count(void) { return nerrors; }
-int diag_too_many(void) { return max_errors > 0 && nerrors >= max_errors; }
 void diag_set_collect(int on) { collect = on; }
-void diag_set_max_errors(int n) { max_errors = n; }
+void diag_set_max_errors(int n)
+{
+	max_errors = n;
+	diag_stopped = n > 0 && nerrors >= n;
+}
 void diag_set_stream(FILE *f) { stream = f; }
 
 const Diag *diag_collected(size_t *n)
@@ -118,4 +122,5 @@ void diag_clear(void)
 {
 	kept.n = 0;
 	nerrors = 0;
+	diag_stopped = 0;
 }

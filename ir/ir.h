@@ -71,7 +71,10 @@ void diag_warning(Loc loc, const char *fmt, ...);
 void diag_note(Loc loc, const char *fmt, ...);
 void diag_emitv(DiagKind k, Loc loc, const char *fmt, va_list ap);
 int diag_error_count(void);
-int diag_too_many(void);        /* the error cap was reached */
+/* The error cap was reached: readers stop.  Read on every token, so it is
+ * a flag, not a call. */
+extern int diag_stopped;
+static inline int diag_too_many(void) { return diag_stopped; }
 /* Collecting mode (for -verify-diagnostics): messages are kept, not printed. */
 void diag_set_collect(int on);
 typedef struct Diag { DiagKind kind; Loc loc; char *msg; } Diag;

@@ -115,11 +115,6 @@ lit_counts() {
 run_lit() {
   local name="$1" bin="$2"; shift 2
   local log="$LOGDIR/$name.log"
-  if ! find test/lit -path test/lit/Inputs -prune -o \( -name '*.fxir' -o -name '*.test' \) -print | grep -q .; then
-    echo "no lit tests yet: skipped"
-    note "$name" "skipped: no tests in test/lit"
-    return 0
-  fi
   env ONNXC_BUILD="$REPO/$bin" "$@" "${LIT[@]}" -sv -j"$JOBS" test/lit 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   read -r p f s < <(lit_counts "$log")
@@ -128,6 +123,8 @@ run_lit() {
     [ "$f" -gt 0 ] || { count 0 1 0; }
     fail "$name" "lit exited $rc ($p passed, $f failed)" 1
   fi
+  # A suite that ran nothing must not look green.
+  [ "$p" -gt 0 ] || fail "$name" "lit ran no test"
   note "$name" "$p passed, $f failed, $s skipped"
 }
 
