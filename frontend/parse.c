@@ -223,6 +223,7 @@ static Graph *graph_begin(P *p, Sym name, Graph *parent, YYLTYPE l)
 {
 	Graph *g = graph_new(p->m, name, parent);
 	g->loc = b_loc(p, l);
+	p->incap = 0;
 	p->g = g;
 	p->returned = 0;
 	tab_open(p);
@@ -312,11 +313,11 @@ void b_input(P *p, Sym name, Type *t, YYLTYPE l)
 	if (!g)
 		return;
 	ValueId v = define(p, name, t, VK_INPUT, b_loc(p, l));
-	ValueId *in = ARENA_ARRAY(p->a, ValueId, g->nin + 1);
-	if (g->nin)
-		memcpy(in, g->in, g->nin * sizeof *in);
-	in[g->nin++] = v;
-	g->in = in;
+	/* Inputs only grow while this graph's header is read, so one capacity
+	 * in P serves (graph_begin resets it). */
+	if (g->nin == p->incap)
+		g->in = arena_grow(p->a, g->in, &p->incap, g->nin + 1, sizeof *g->in);
+	g->in[g->nin++] = v;
 }
 
 void b_outsig(P *p, TypeVec *t)
@@ -368,13 +369,13 @@ void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l)
 	if (!kw) {
 		if (c->kw.n)
 			diag_error(b_loc(p, l), "positional argument after keyword argument");
-		VEC_PUSH(p->a, c->pos, a);
+		VEC_PUSH(&p->t, c->pos, a);
 		return;
 	}
 	for (uint32_t i = 0; i < c->kw.n; i++)
 		if (c->kw.v[i].name == kw)
 			diag_error(b_loc(p, l), "keyword argument '%s' given twice", sym_str(kw));
-	VEC_PUSH(p->a, c->kw, ((Named){ kw, a }));
+	VEC_PUSH(&p->t, c->kw, ((Named){ kw, a }));
 }
 
 /* Nodes from one line of one module share a Prov: exported models repeat

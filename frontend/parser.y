@@ -47,6 +47,7 @@ typedef struct P {
 	Func *func;                 /* function being parsed, if any */
 	Decomp *decomp;             /* decomposition being parsed, if any */
 	int returned;               /* the current graph has had its return */
+	uint32_t incap;             /* capacity of the current graph's inputs */
 	SymTab *tab;
 	OpsetVec *opsets;           /* where `opset` lines go */
 } P;
