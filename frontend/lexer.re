@@ -148,6 +148,15 @@ static int lex_hex(P *p, const char *start, Str *out)
 
 static int lex_int(P *p, const char *s, const char *e, int64_t *out)
 {
+	/* Up to 18 digits cannot overflow: add them up directly. */
+	if (e - s <= 18) {
+		const char *c = s + (*s == '-');
+		int64_t v = 0;
+		for (; c < e; c++)
+			v = v * 10 + (*c - '0');
+		*out = *s == '-' ? -v : v;
+		return 1;
+	}
 	char tmp[32];
 	size_t n = (size_t)(e - s);
 	*out = 0;
@@ -212,6 +221,8 @@ static int scan(P *p, YYSTYPE *lval, YYLTYPE *lloc)
 	const char *cur = l->cur, *lim = l->lim, *YYMARKER = NULL, *start;
 	int tok;
 loop:
+	while (*cur == ' ')     /* the common separator, without the DFA */
+		cur++;
 	start = cur;
 	/*!re2c
 	re2c:api = custom;
@@ -358,18 +369,29 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, P *p)
 		if (diag_too_many())
 			return 0;
 		int tok = scan(p, lval, lloc);
-		l->first_on_line = l->line != l->prev_line;
-		l->prev_line = l->line;
 		l->last_tok = tok;
 		if (!p->skipping || tok == 0)
 			return tok;
 		if (tok == '}' && p->skip_depth == 0)
 			return p->skipping = 0, tok;
-		if (p->skip_depth == 0 && l->first_on_line)
+		if (p->skip_depth == 0 && lex_first_on_line(p, lloc))
 			return p->skipping = 0, tok;
 		if (tok == '{')
 			p->skip_depth++;
 		else if (tok == '}')
 			p->skip_depth--;
 	}
+}
+
+/* Only blanks stand before the token on its line.  Asked only around
+ * syntax errors, so it looks back instead of keeping count per token. */
+int lex_first_on_line(P *p, const YYLTYPE *lloc)
+{
+	const char *at = p->lex.bol + lloc->first_column - 1;
+	if ((uint32_t)lloc->first_line != p->lex.line)
+		return 1;       /* not the last token read: cannot tell, say yes */
+	for (const char *c = p->lex.bol; c < at; c++)
+		if (*c != ' ' && *c != '\t' && *c != '\r')
+			return 0;
+	return 1;
 }

@@ -131,7 +131,7 @@ void yyerror(YYLTYPE *lloc, P *p, const char *msg)
 	/* Skip the rest of the broken line unless the offending token already
 	 * starts a new line (then it may well start the next statement). */
 	int t = p->lex.last_tok;
-	if (t != 0 && t != '}' && !p->lex.first_on_line) {
+	if (t != 0 && t != '}' && !lex_first_on_line(p, lloc)) {
 		p->skipping = 1;
 		p->skip_depth = t == '{';
 	}
@@ -679,6 +679,52 @@ Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked)
 }
 
 Type *b_wrap_type(P *p, int kind, Type *elem) { return type_shared(p, kind, 0, -1, NULL, elem); }
+
+/* Scratch vectors start with room for a few elements, so the common
+ * short list is filled without a call to grow it. */
+#define VEC_START(a, T, vec, n) \
+	((vec) = ARENA_NEW(a, T), (vec)->v = arena_alloc(a, (n) * sizeof *(vec)->v), (vec)->cap = (n))
+
+DimVec *b_dims(P *p, DimVec *v, Dim d)
+{
+	if (!v)
+		VEC_START(&p->t, DimVec, v, 6);
+	VEC_PUSH(&p->t, *v, d);
+	return v;
+}
+
+SymVec *b_syms(P *p, SymVec *v, Sym s)
+{
+	if (!v)
+		VEC_START(&p->t, SymVec, v, 4);
+	VEC_PUSH(&p->t, *v, s);
+	return v;
+}
+
+Call *b_call_new(P *p)
+{
+	Call *c = ARENA_NEW(&p->t, Call);
+	c->pos.v = ARENA_ARRAY(&p->t, Arg, 4);
+	c->pos.cap = 4;
+	return c;
+}
+
+Dim b_dim_int(P *p, int64_t v, YYLTYPE l)
+{
+	if (v < 0)
+		diag_error(b_loc(p, l), "dimension must not be negative (use ? for unknown)");
+	return (Dim){ v < 0 ? -1 : v, 0 };
+}
+
+Dim b_dim_str(Str s) { return (Dim){ -1, s.n ? sym_intern(s.s, s.n) : 0 }; }
+
+TypeVec *b_types(P *p, TypeVec *v, Type *t)
+{
+	if (!v)
+		VEC_START(&p->t, TypeVec, v, 4);
+	VEC_PUSH(&p->t, *v, t);
+	return v;
+}
 
 void b_reset(P *p)
 {

@@ -28,8 +28,8 @@ typedef struct Trailers {
 
 typedef struct Lexer {
 	const char *cur, *lim, *bol;
-	uint32_t line, prev_line;
-	int first_on_line, last_tok;
+	uint32_t line;
+	int last_tok;               /* kind of the last token read */
 } Lexer;
 
 typedef struct SymTab SymTab;
@@ -55,6 +55,7 @@ typedef struct P {
 
 %code provides {
 int yylex(YYSTYPE *lval, YYLTYPE *lloc, P *p);
+int lex_first_on_line(P *p, const YYLTYPE *lloc);
 void yyerror(YYLTYPE *lloc, P *p, const char *msg);
 Loc b_loc(P *p, YYLTYPE l);
 void b_module_name(P *p, Sym name);
@@ -95,6 +96,12 @@ Type *b_wrap_type(P *p, int kind, Type *elem);
 void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l);
 void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col);
 void b_reset(P *p);
+DimVec *b_dims(P *p, DimVec *v, Dim d);
+Dim b_dim_int(P *p, int64_t v, YYLTYPE l);
+Dim b_dim_str(Str s);
+TypeVec *b_types(P *p, TypeVec *v, Type *t);
+SymVec *b_syms(P *p, SymVec *v, Sym s);
+Call *b_call_new(P *p);
 }
 
 %define api.pure full
@@ -140,9 +147,8 @@ void b_reset(P *p);
 
 %type <arg> value literal tdata
 %type <args> values
-%type <type> type otype
-%type <types> otypes rtypes_opt
-%type <dim> dim
+%type <type> type
+%type <types> otypes
 %type <dims> dims
 %type <syms> results retvals idents
 %type <call> call args
@@ -206,14 +212,12 @@ outsig_opt
 	| "->" '(' otypes ')'               { b_outsig(p, $3); }
 	;
 
+/* `type | '?'` spelled out in both rules, again to save a reduction. */
 otypes
-	: otype                             { $$ = ARENA_NEW(&p->t, TypeVec); VEC_PUSH(&p->t, *$$, $1); }
-	| otypes ',' otype                  { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
-	;
-
-otype
-	: type
-	| '?'                               { $$ = NULL; }
+	: type                              { $$ = b_types(p, NULL, $1); }
+	| '?'                               { $$ = b_types(p, NULL, NULL); }
+	| otypes ',' type                   { $$ = b_types(p, $1, $3); }
+	| otypes ',' '?'                    { $$ = b_types(p, $1, NULL); }
 	;
 
 gtrailers
@@ -230,17 +234,17 @@ type
 	| "opt" '<' type '>'                { $$ = b_wrap_type(p, TY_OPT, $3); }
 	;
 
+/* The dim alternatives are spelled out in both rules of dims (rather than
+ * a `dim` rule) to spare one reduction per dim: types are on every line. */
 dims
-	: dim                               { $$ = ARENA_NEW(&p->t, DimVec); VEC_PUSH(&p->t, *$$, $1); }
-	| dims ',' dim                      { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
-	;
-
-dim
-	: INT                               { if ($1 < 0) diag_error(b_loc(p, @1), "dimension must not be negative (use ? for unknown)");
-	                                      $$ = (Dim){ $1 < 0 ? -1 : $1, 0 }; }
-	| IDENT                             { $$ = (Dim){ -1, $1 }; }
-	| STRING                            { $$ = (Dim){ -1, $1.n ? sym_intern($1.s, $1.n) : 0 }; }
-	| '?'                               { $$ = (Dim){ -1, 0 }; }
+	: INT                               { $$ = b_dims(p, NULL, b_dim_int(p, $1, @1)); }
+	| IDENT                             { $$ = b_dims(p, NULL, (Dim){ -1, $1 }); }
+	| STRING                            { $$ = b_dims(p, NULL, b_dim_str($1)); }
+	| '?'                               { $$ = b_dims(p, NULL, (Dim){ -1, 0 }); }
+	| dims ',' INT                      { $$ = b_dims(p, $1, b_dim_int(p, $3, @3)); }
+	| dims ',' IDENT                    { $$ = b_dims(p, $1, (Dim){ -1, $3 }); }
+	| dims ',' STRING                   { $$ = b_dims(p, $1, b_dim_str($3)); }
+	| dims ',' '?'                      { $$ = b_dims(p, $1, (Dim){ -1, 0 }); }
 	;
 
 body
@@ -253,8 +257,10 @@ stmt
 	| "buffer" VALNAME ':' type '=' STRING   { b_init(p, VK_BUFFER, $2, $4, $6, @2); }
 	| "const" VALNAME ':' type '=' tdata     { b_const(p, $2, $4, &$6, @2, @6); }
 	| "opset" IDENT INT                      { b_opset(p, $2, $3, @$); }
-	| results '=' call rtypes_opt trailers   { b_node(p, $1, $3, $4, $5, @3, @1); }
-	| call rtypes_opt trailers               { b_node(p, NULL, $1, $2, $3, @1, @1); }
+	| results '=' call trailers              { b_node(p, $1, $3, NULL, $4, @3, @1); }
+	| results '=' call ':' otypes trailers   { b_node(p, $1, $3, $5, $6, @3, @1); }
+	| call trailers                          { b_node(p, NULL, $1, NULL, $2, @1, @1); }
+	| call ':' otypes trailers               { b_node(p, NULL, $1, $3, $4, @1, @1); }
 	| "return" retvals                       { b_return(p, $2, @1); }
 	| "return" '(' retvals ')'               { b_return(p, $3, @1); }
 	| "return" '(' ')'                       { b_return(p, NULL, @1); }
@@ -267,20 +273,20 @@ retvals
 	;
 
 results
-	: VALNAME                           { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, $1); }
-	| "_"                               { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, 0); }
+	: VALNAME                           { $$ = b_syms(p, NULL, $1); }
+	| "_"                               { $$ = b_syms(p, NULL, 0); }
 	| results ',' VALNAME               { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	| results ',' "_"                   { $$ = $1; VEC_PUSH(&p->t, *$$, 0); }
 	;
 
 call
-	: OPNAME '(' ')'                    { $$ = ARENA_NEW(&p->t, Call); $$->op = $1; }
+	: OPNAME '(' ')'                    { $$ = b_call_new(p); $$->op = $1; }
 	| OPNAME '(' args ')'               { $$ = $3; $$->op = $1; }
 	;
 
 args
-	: value                             { $$ = ARENA_NEW(&p->t, Call); b_call_arg(p, $$, 0, $1, @1); }
-	| kwname '=' value                  { $$ = ARENA_NEW(&p->t, Call); b_call_arg(p, $$, $1, $3, @1); }
+	: value                             { $$ = b_call_new(p); b_call_arg(p, $$, 0, $1, @1); }
+	| kwname '=' value                  { $$ = b_call_new(p); b_call_arg(p, $$, $1, $3, @1); }
 	| args ',' value                    { $$ = $1; b_call_arg(p, $$, 0, $3, @3); }
 	| args ',' kwname '=' value         { $$ = $1; b_call_arg(p, $$, $3, $5, @3); }
 	;
@@ -296,11 +302,6 @@ kwname
 	| "seq"                             { $$ = sym_cstr("seq"); }
 	| "opt"                             { $$ = sym_cstr("opt"); }
 	| "attrs"                           { $$ = sym_cstr("attrs"); }
-	;
-
-rtypes_opt
-	: %empty                            { $$ = NULL; }
-	| ':' otypes                        { $$ = $2; }
 	;
 
 trailers

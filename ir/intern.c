@@ -27,7 +27,8 @@ uint64_t hash_mem(const void *p, size_t n)
 		h = (h << 31) | (h >> 33);
 	}
 	w = 0;
-	memcpy(&w, b, n);
+	for (size_t i = 0; i < n; i++)  /* a byte loop: memcpy of n < 8 is a call */
+		w |= (uint64_t)b[i] << (8 * i);
 	h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
