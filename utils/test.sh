@@ -220,6 +220,10 @@ else
   counted conformance "failures listed in build/conformance-failures.txt" \
     "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --text-roundtrip -j"$JOBS" \
     --failures build/conformance-failures.txt --list-skips build/conformance-skips.txt
+  # The same models through the optimizing pipeline: passes must not change results.
+  counted conformance-O2 "failures listed in build/conformance-O2-failures.txt" \
+    "$PY" test/conformance/run_conformance.py --onnxc build/onnxc -O 2 -j"$JOBS" \
+    --failures build/conformance-O2-failures.txt
 fi
 
 # ---- 6. decompositions against PyTorch ----

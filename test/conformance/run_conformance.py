@@ -9,7 +9,7 @@ model.onnx and test_data_set_*/{input,output}_*.pb. For every test:
      the test is skipped with the reason recorded, since the runtime cannot
      judge it. Inputs that onnxruntime-node cannot take (sequences, optionals,
      maps, some dtypes) are skipped too;
- (b) unless --no-onnxc, `onnxc model.onnx -O0 -emit=onnx -o out.onnx` re-emits
+ (b) unless --no-onnxc, `onnxc model.onnx -O0 -emit=onnx -o out.onnx` (or -O1/-O2 with -O) re-emits
      the model, and out.onnx must give the same outputs: pass or fail;
  (c) with --text-roundtrip, the ONNX written directly and the ONNX written
      through the .fxir text must be byte-identical.
@@ -267,7 +267,7 @@ def run_test(name, testdir, opts):
     tmp = tempfile.mkdtemp(prefix="conf-", dir=opts.tmpdir)
     try:
         out = os.path.join(tmp, "out.onnx")
-        onnxc([model, "-O0", "-emit=onnx", "-o", out], opts.onnxc, opts.timeout)
+        onnxc([model, "-O" + opts.level, "-emit=onnx", "-o", out], opts.onnxc, opts.timeout)
         bad = run_sets(out, sets)
         if bad:
             raise Fail("onnxc output: ort %s: %s" % bad)
@@ -303,6 +303,8 @@ def main():
     ap = argparse.ArgumentParser(description="ONNX conformance tests through ONNX Runtime and onnxc")
     ap.add_argument("--onnxc", default=os.path.join(REPO, "build", "onnxc"), help="path of onnxc")
     ap.add_argument("--no-onnxc", action="store_true", help="only check the original models in ONNX Runtime")
+    ap.add_argument("-O", dest="level", choices=["0", "1", "2"], default="0",
+                    help="onnxc's optimization level for the re-emit (default 0)")
     ap.add_argument("--text-roundtrip", action="store_true",
                     help="also check that ONNX written through .fxir is byte-identical")
     ap.add_argument("-k", dest="patterns", action="append", default=[],
@@ -371,7 +373,7 @@ def main():
         for k in totals:
             totals[k] += counts[k]
     mode = "ORT on the original models only" if opts.no_onnxc else \
-        "onnxc -O0 re-emit" + (" + text roundtrip" if opts.text_roundtrip else "")
+        "onnxc -O" + opts.level + " re-emit" + (" + text roundtrip" if opts.text_roundtrip else "")
     print("(%s; %d tests in %.1fs)" % (mode, len(tests), elapsed))
     print("%d passed, %d failed, %d skipped" % (totals["pass"], totals["fail"], totals["skip"]))
     return 1 if totals["fail"] else 0
