@@ -225,6 +225,63 @@ Arg arg_copy(Arena *a, const Arg *src)
 	return d;
 }
 
+static int tensor_identical(const Tensor *a, const Tensor *b)
+{
+	if (!type_equal(a->type, b->type) || a->nbytes != b->nbytes || a->name != b->name)
+		return 0;
+	if (a->type->dtype != DT_STR)
+		return a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0;
+	int64_t n = type_numel(a->type);
+	for (int64_t i = 0; i < n; i++)
+		if (a->strs[i].n != b->strs[i].n || memcmp(a->strs[i].s, b->strs[i].s, a->strs[i].n) != 0)
+			return 0;
+	return 1;
+}
+
+int arg_identical(const Arg *a, const Arg *b)
+{
+	if (a->kind != b->kind)
+		return 0;
+	switch ((ArgKind)a->kind) {
+	case A_NONE: return 1;
+	case A_INT: case A_BOOL: case A_DTYPE: return a->u.i == b->u.i;
+	case A_FLOAT: return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0;
+	case A_STR: return a->u.s.n == b->u.s.n && memcmp(a->u.s.s, b->u.s.s, a->u.s.n) == 0;
+	case A_IDENT: case A_ATTRREF: case A_PARAM: return a->u.sym == b->u.sym;
+	case A_VALUE: return a->u.v == b->u.v;
+	case A_TENSOR: return tensor_identical(a->u.t, b->u.t);
+	case A_GRAPH: return a->u.g == b->u.g;
+	case A_TYPE: return type_equal(a->u.ty, b->u.ty);
+	case A_LIST:
+		if (a->n != b->n || a->elem != b->elem)
+			return 0;
+		for (uint32_t i = 0; i < a->n; i++)
+			if (!arg_identical(&a->u.list[i], &b->u.list[i]))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
+uint64_t arg_hash(const Arg *a)
+{
+	uint64_t h = (uint64_t)a->kind * 0x9e3779b97f4a7c15ull;
+	switch ((ArgKind)a->kind) {
+	case A_INT: case A_BOOL: case A_DTYPE: return h ^ hash_mem(&a->u.i, sizeof a->u.i);
+	case A_FLOAT: return h ^ hash_mem(&a->u.f, sizeof a->u.f);
+	case A_STR: return h ^ hash_mem(a->u.s.s, a->u.s.n);
+	case A_IDENT: case A_ATTRREF: case A_PARAM: return h ^ a->u.sym;
+	case A_VALUE: return h ^ ((uint64_t)a->u.v * 0xff51afd7ed558ccdull);
+	case A_TENSOR: return h ^ (a->u.t->data ? hash_mem(a->u.t->data, a->u.t->nbytes) : 0);
+	case A_GRAPH: return h ^ (uint64_t)(uintptr_t)a->u.g;
+	case A_LIST:
+		for (uint32_t i = 0; i < a->n; i++)
+			h = (h ^ arg_hash(&a->u.list[i])) * 0xc4ceb9fe1a85ec53ull;
+		return h;
+	default: return h;
+	}
+}
+
 static void replace_in_arg(Arg *a, ValueId from, ValueId to);
 static void replace_in_graph(Graph *g, ValueId from, ValueId to);
 

@@ -358,6 +358,10 @@ int node_has_flag(const Node *n, uint32_t flag);
  * graphs are shared) into arena a. */
 Str str_copy(Arena *a, Str s);
 Arg arg_copy(Arena *a, const Arg *src);
+/* Structural identity: same kind (an int is not a float), floats by bits,
+ * tensors by bytes, graphs by identity.  arg_hash agrees with it. */
+int arg_identical(const Arg *a, const Arg *b);
+uint64_t arg_hash(const Arg *a);
 const Named *node_kw(const Node *n, const char *name);
 /* Replace every use of `from` by `to` in g and its subgraphs. Linear in g. */
 void graph_replace_uses(Graph *g, ValueId from, ValueId to);

@@ -39,6 +39,7 @@ void pipeline_free(Pipeline *p);
 
 /* The passes themselves: one file each. */
 int pass_dce(Module *m, const PassOptions *opt);
+int pass_cse(Module *m, const PassOptions *opt);
 int pass_functionalize(Module *m, const PassOptions *opt);
 int pass_decompose(Module *m, const PassOptions *opt);
 

@@ -7,6 +7,7 @@ static const Pass passes[] = {
 	{ "functionalize", "in-place, out= and view mutations become functional; mutated inputs and buffers become extra outputs", pass_functionalize },
 	{ "dce", "remove nodes whose results are unused and that have no side effects", pass_dce },
 	{ "decompose", "lower ATen ops to ONNX ops with the decomposition library", pass_decompose },
+	{ "cse", "merge nodes that compute the same op on the same arguments", pass_cse },
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };
@@ -27,8 +28,8 @@ const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
-	case 1: return "functionalize,decompose,dce";
-	default: return "functionalize,decompose,dce";
+	case 1: return "functionalize,decompose,cse,dce";
+	default: return "functionalize,decompose,cse,dce";
 	}
 }
 
