@@ -25,6 +25,10 @@ char *read_stdin(size_t *len);
 /* onnx_import.c: read a binary ONNX model (external data included, relative
  * to the model's directory).  Returns NULL after errors. */
 Module *onnx_import(const char *path);
+/* The same for a model already in memory.  `name` stands for the model's
+ * path: it names it in messages and its directory is where external data
+ * is looked for.  The module does not point into data. */
+Module *onnx_import_buffer(const char *name, const void *data, size_t len);
 
 /* True if the file starts like a binary ONNX model rather than .fxir text. */
 int looks_like_onnx(const char *path, const char *data, size_t len);

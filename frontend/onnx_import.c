@@ -305,13 +305,20 @@ static int typed_data(Imp *imp, const Onnx__TensorProto *p, Tensor *t, int64_t n
 	return 0;
 }
 
+/* protobuf-c leaves data NULL for empty bytes; the IR's strings always
+ * point somewhere (printer and writer take pointer + length). */
+static Str bytes_str(ProtobufCBinaryData b)
+{
+	return (Str){ b.data ? (const char *)b.data : "", (uint32_t)b.len };
+}
+
 static int string_data(Imp *imp, const Onnx__TensorProto *p, Tensor *t, int64_t numel)
 {
 	if (p->n_string_data != (size_t)numel)
 		return fail(imp, "tensor '%s': %zu strings, %lld expected", p->name ? p->name : "", p->n_string_data, (long long)numel);
 	t->strs = ARENA_ARRAY(imp->a, Str, numel + 1);
 	for (int64_t i = 0; i < numel; i++)
-		t->strs[i] = (Str){ (const char *)p->string_data[i].data, (uint32_t)p->string_data[i].len };
+		t->strs[i] = bytes_str(p->string_data[i]);
 	return 0;
 }
 
@@ -525,7 +532,7 @@ static int list_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a)
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
 		list_of(imp, a, p->n_strings, A_STR);
 		for (size_t i = 0; i < p->n_strings; i++)
-			a->u.list[i].u.s = (Str){ (const char *)p->strings[i].data, (uint32_t)p->strings[i].len };
+			a->u.list[i].u.s = bytes_str(p->strings[i]);
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS:
 		list_of(imp, a, p->n_tensors, A_TENSOR);
@@ -563,7 +570,7 @@ static int import_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->kind = A_INT; a->u.i = p->i; return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
 		a->kind = A_STR;
-		a->u.s = (Str){ (const char *)p->s.data, (uint32_t)p->s.len };
+		a->u.s = bytes_str(p->s);
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
 		a->kind = A_TENSOR;
@@ -860,20 +867,17 @@ static void imp_free(Imp *imp)
 	free(imp->bysym);
 }
 
-Module *onnx_import(const char *path)
+Module *onnx_import_buffer(const char *name, const void *data, size_t size)
 {
-	Imp imp = { .path = path, .loc = { sym_cstr(path), 0, 0 } };
-	size_t size;
-	const uint8_t *data = map_file(&imp, path, &size);
-	if (!data)
-		return NULL;
-	imp.m = module_new(module_name(path));
-	imp.m->file = sym_cstr(path);
+	Imp imp = { .path = name, .loc = { sym_cstr(name), 0, 0 } };
+	imp.m = module_new(module_name(name));
+	imp.m->file = sym_cstr(name);
 	imp.a = &imp.m->arena;
-	imp.dir = model_dir(imp.a, path);
+	imp.dir = model_dir(imp.a, name);
+	/* protobuf-c copies every string and bytes field into the arena, so
+	 * nothing in the module points into data. */
 	ProtobufCAllocator alloc = { arena_palloc, arena_pfree, imp.a };
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
-	unmap(data, size);
 	if (!mp)
 		fail(&imp, "not an ONNX model: malformed or truncated protobuf");
 	else
@@ -884,6 +888,18 @@ Module *onnx_import(const char *path)
 		return NULL;
 	}
 	return imp.m;
+}
+
+Module *onnx_import(const char *path)
+{
+	Imp imp = { .path = path, .loc = { sym_cstr(path), 0, 0 } };
+	size_t size;
+	const uint8_t *data = map_file(&imp, path, &size);
+	if (!data)
+		return NULL;
+	Module *m = onnx_import_buffer(path, data, size);
+	unmap(data, size);
+	return m;
 }
 
 /* A model starts with a protobuf tag (ir_version is field 1, a varint:

@@ -19,6 +19,7 @@ LIT=(/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py)
 JOBS=2
 QUICK=0
 FUZZ_SECONDS=60
+FUZZ_IMPORT_SECONDS=30
 
 for arg in "$@"; do
   case "$arg" in
@@ -163,7 +164,7 @@ fi
 # Benchmarks (build/onnxc-bench) are separate and not run here.
 
 # ---- 4. fuzz smoke ----
-header "fuzz: fuzz-parser for ${FUZZ_SECONDS}s"
+header "fuzz: fuzz-parser for ${FUZZ_SECONDS}s, fuzz-import for ${FUZZ_IMPORT_SECONDS}s"
 if [ "$QUICK" = 1 ]; then
   echo "skipped: --quick"; note fuzz "skipped: --quick"
 elif ! command -v clang >/dev/null 2>&1; then
@@ -192,7 +193,24 @@ else
   if [ "$rc" -ne 0 ]; then
     fail fuzz "fuzz-parser found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
   fi
-  note fuzz "ok: $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz.log" | grep -Eo '[0-9]+$' || echo '?') runs"
+  parser_runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz.log" | grep -Eo '[0-9]+$' || echo '?')
+  # The ONNX importer (and the printer, verifier and writer behind it) on
+  # mutated models; the seeds are small models from the ONNX node tests.
+  compile build-fuzz fuzz-import || fail fuzz "building fuzz-import with clang failed"
+  icorpus="$LOGDIR/import_corpus"
+  mkdir -p "$icorpus"
+  cp -r test/fuzz/import_corpus/. "$icorpus/"
+  echo "+ build-fuzz/fuzz-import -max_total_time=$FUZZ_IMPORT_SECONDS (corpus: $(ls "$icorpus" | wc -l) files, copied)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    build-fuzz/fuzz-import -max_total_time="$FUZZ_IMPORT_SECONDS" -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$icorpus" > "$LOGDIR/fuzz-import.log" 2>&1
+  rc=$?
+  tail -n 25 "$LOGDIR/fuzz-import.log"
+  if [ "$rc" -ne 0 ]; then
+    fail fuzz "fuzz-import found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
+  fi
+  import_runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz-import.log" | grep -Eo '[0-9]+$' || echo '?')
+  note fuzz "ok: $parser_runs parser runs, $import_runs import runs"
 fi
 
 # counted STEP HINT CMD...: runs a suite whose last line is
