@@ -293,6 +293,7 @@ args
 
 kwname
 	: IDENT
+	| STRING                            { $$ = sym_intern($1.s, $1.n); }
 	| "name"                            { $$ = sym_cstr("name"); }
 	| "doc"                             { $$ = sym_cstr("doc"); }
 	| "meta"                            { $$ = sym_cstr("meta"); }

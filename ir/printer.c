@@ -105,6 +105,17 @@ static int is_ident(const char *s)
 	return !is_keyword(s);
 }
 
+/* A keyword-argument name the parser reads bare: an identifier, or one of
+ * the keywords the grammar allows there (parser.y, kwname). */
+static int is_kwname(const char *s)
+{
+	static const char *const ok[] = { "name", "doc", "meta", "scope", "loc", "trace", "seq", "opt", "attrs" };
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		if (strcmp(s, ok[i]) == 0)
+			return 1;
+	return is_ident(s);
+}
+
 static void print_sym_name(FILE *f, char sigil, Sym s)
 {
 	const char *n = sym_str(s);
@@ -412,7 +423,11 @@ static void print_node(Pr *p, const Node *n)
 	for (uint32_t i = 0; i < n->nkw; i++) {
 		if (i || n->nargs)
 			fputs(", ", f);
-		fprintf(f, "%s = ", sym_str(n->kw[i].name));
+		if (is_kwname(sym_str(n->kw[i].name)))
+			fputs(sym_str(n->kw[i].name), f);
+		else
+			print_str(f, sym_str(n->kw[i].name), sym_len(n->kw[i].name));
+		fputs(" = ", f);
 		print_arg(p, &n->kw[i].val);
 	}
 	fputc(')', f);
