@@ -42,6 +42,7 @@ int pass_dce(Module *m, const PassOptions *opt);
 int pass_cse(Module *m, const PassOptions *opt);
 int pass_functionalize(Module *m, const PassOptions *opt);
 int pass_decompose(Module *m, const PassOptions *opt);
+int pass_simplify(Module *m, const PassOptions *opt);
 
 /* decompose.c: reports every ATen-level node left in m (one error each and
  * a summary note); returns how many there were. */

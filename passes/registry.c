@@ -8,6 +8,7 @@ static const Pass passes[] = {
 	{ "dce", "remove nodes whose results are unused and that have no side effects", pass_dce },
 	{ "decompose", "lower ATen ops to ONNX ops with the decomposition library", pass_decompose },
 	{ "cse", "merge nodes that compute the same op on the same arguments", pass_cse },
+	{ "simplify", "remove Identity and no-op Cast/Reshape/Expand/Transpose; collapse Reshape and Transpose chains", pass_simplify },
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };
@@ -28,8 +29,8 @@ const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
-	case 1: return "functionalize,decompose,cse,dce";
-	default: return "functionalize,decompose,cse,dce";
+	case 1: return "functionalize,decompose,cse,simplify,cse,dce";
+	default: return "functionalize,decompose,cse,simplify,cse,dce";
 	}
 }
 

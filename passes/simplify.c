@@ -1,0 +1,317 @@
+/* simplify.c - local rewrites of ONNX ops that are provably no-ops or
+ * chains that collapse.
+ *
+ *   Identity(x)                                  -> x
+ *   Cast(x, to=T), CastLike(x, y)                -> x   when x is already T
+ *   Reshape/Squeeze/Unsqueeze/Flatten/Expand(x)  -> x   when x's static
+ *                                                       shape is the result's
+ *   r = Reshape(y, s), y a chain of Reshape/Squeeze/Unsqueeze/Flatten of x,
+ *       s a constant without 0 entries           -> Reshape(x, s) in place
+ *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
+ *   Transpose(x, identity perm)                  -> x
+ *
+ * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
+ * in row-major order and change only the shape, so any chain of them from x
+ * holds x's data; if the chain ends in x's own static shape (and dtype) it
+ * is x.  Reshape(y, s) with no 0 in s does not look at y's shape (-1 is
+ * inferred from the element count, which the chain keeps), so it may read
+ * x instead.  An Expand whose result has its input's static shape
+ * broadcasts nothing.
+ *
+ * Each graph is walked once, in order.  A replacement table by ValueId
+ * rewrites every operand as the walk reaches it (as in cse.c), and a second
+ * table records for each reshape-like result the value at the start of its
+ * chain, so no use is ever searched for: linear time.  Replaced nodes stay
+ * for dce to remove when nothing else reads them.  A value that is a graph,
+ * function or subgraph output is never replaced (output names are the
+ * interface); such a node may still have its operand rewritten in place,
+ * keeping its name and provenance.  Shape rules need static types on both
+ * sides; a value without a type is never assumed to match.
+ */
+#include <stdlib.h>
+#include "passes.h"
+
+typedef struct Simp {
+	Module *m;
+	ValueId *repl;              /* by ValueId: what to read instead (VNONE: itself) */
+	ValueId *src;               /* by ValueId: start of its reshape chain (VNONE: itself) */
+	uint8_t *is_out;            /* by ValueId: a graph, function or subgraph output */
+} Simp;
+
+static void simplify_graph(Simp *s, Graph *g);
+
+static void rewrite(Simp *s, Arg *a)
+{
+	if (a->kind == A_VALUE && s->repl[a->u.v])
+		a->u.v = s->repl[a->u.v];
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			rewrite(s, &a->u.list[i]);
+	else if (a->kind == A_GRAPH)
+		simplify_graph(s, a->u.g);
+}
+
+/* ---- facts about values ---------------------------------------------- */
+
+static const Type *tensor_type(const Simp *s, ValueId v)
+{
+	const Type *t = val(s->m, v)->type;
+	return t && t->kind == TY_TENSOR && t->dtype != DT_UNDEF ? t : NULL;
+}
+
+static int fully_static(const Type *t)
+{
+	if (!t || t->rank < 0)
+		return 0;
+	for (int32_t i = 0; i < t->rank; i++)
+		if (t->dims[i].sym || t->dims[i].v < 0)
+			return 0;
+	return 1;
+}
+
+/* Same dtype and the same shape, every dim a known number. */
+static int same_static(const Simp *s, ValueId a, ValueId b)
+{
+	const Type *ta = tensor_type(s, a), *tb = tensor_type(s, b);
+	if (!fully_static(ta) || !fully_static(tb) || ta->dtype != tb->dtype || ta->rank != tb->rank)
+		return 0;
+	for (int32_t i = 0; i < ta->rank; i++)
+		if (ta->dims[i].v != tb->dims[i].v)
+			return 0;
+	return 1;
+}
+
+/* The result of a one-result node, or VNONE. */
+static ValueId result(const Node *n)
+{
+	return n->nres == 1 ? n->res[0] : VNONE;
+}
+
+static ValueId operand(const Node *n, uint32_t i)
+{
+	return i < n->nargs && n->args[i].kind == A_VALUE ? n->args[i].u.v : VNONE;
+}
+
+/* A constant tensor: a `const` value or an onnx::Constant's `value`. */
+static const Tensor *const_tensor(const Simp *s, ValueId v)
+{
+	const Value *x = val(s->m, v);
+	if (x->kind == VK_CONST)
+		return x->init;
+	if (x->kind != VK_NODE || !x->def || x->def->op != OP_ONNX_Constant)
+		return NULL;
+	const Named *k = node_kw(x->def, "value");
+	return k && k->val.kind == A_TENSOR ? k->val.u.t : NULL;
+}
+
+/* A constant 1-D integer shape with no 0 entry (0 copies an input dim). */
+static int shape_without_zero(const Simp *s, ValueId v)
+{
+	const Tensor *t = v ? const_tensor(s, v) : NULL;
+	if (!t || !t->type || !dtype_is_int((DType)t->type->dtype) || t->type->rank != 1 ||
+	    !t->data || t->type->dims[0].v < 0)
+		return 0;
+	for (int64_t i = 0; i < t->type->dims[0].v; i++)
+		if (tensor_get_i((DType)t->type->dtype, t->data, (size_t)i) == 0)
+			return 0;
+	return 1;
+}
+
+/* An int attribute absent or literally 0 (a function's @ref is neither). */
+static int attr_zero(const Node *n, const char *name)
+{
+	const Named *k = node_kw(n, name);
+	return !k || ((k->val.kind == A_INT || k->val.kind == A_BOOL) && k->val.u.i == 0);
+}
+
+/* A literal list of ints, or NULL. */
+static const Arg *int_list(const Node *n, const char *name)
+{
+	const Named *k = node_kw(n, name);
+	if (!k || k->val.kind != A_LIST)
+		return NULL;
+	for (uint32_t i = 0; i < k->val.n; i++)
+		if (k->val.u.list[i].kind != A_INT)
+			return NULL;
+	return &k->val;
+}
+
+static int is_onnx(const Node *n, OpId op)
+{
+	return n && n->op == op && n->domain == dom_onnx();
+}
+
+/* ---- the rules --------------------------------------------------------- */
+
+/* r reads the same data as x: later uses of r read x, unless r is an output. */
+static void replace(Simp *s, ValueId r, ValueId x)
+{
+	if (r && x && !s->is_out[r])
+		s->repl[r] = x;
+}
+
+/* Cast's result dtype is `to`, CastLike's that of its second operand; the
+ * result's own type, when given, must agree. */
+static void simplify_cast(Simp *s, Node *n, ValueId x, ValueId r)
+{
+	const Type *tx = tensor_type(s, x), *tr = tensor_type(s, r);
+	DType d = DT_UNDEF;
+	if (n->op == OP_ONNX_Cast) {
+		const Named *to = node_kw(n, "to");
+		if (to && to->val.kind == A_DTYPE)
+			d = (DType)to->val.u.i;
+		else if (to && to->val.kind == A_INT)
+			d = dtype_from_onnx((int)to->val.u.i);
+	} else {
+		const Type *ty = tensor_type(s, operand(n, 1));
+		d = ty ? (DType)ty->dtype : DT_UNDEF;
+	}
+	if (!tx || d == DT_UNDEF || tx->dtype != d || (val(s->m, r)->type && (!tr || tr->dtype != d)))
+		return;
+	replace(s, r, x);
+}
+
+/* Reshape(chain of x, s) reads x directly when s has no 0 entry. */
+static void merge_reshape(Simp *s, Node *n, ValueId y)
+{
+	ValueId x = s->src[y];
+	if (!x || !attr_zero(n, "allowzero") || !shape_without_zero(s, operand(n, 1)))
+		return;
+	n->args[0].u.v = x;
+}
+
+static void simplify_reshape_like(Simp *s, Node *n, ValueId y, ValueId r)
+{
+	if (n->op == OP_ONNX_Reshape)
+		merge_reshape(s, n, y);
+	ValueId x = s->src[y] ? s->src[y] : y;
+	s->src[r] = x;
+	if (same_static(s, x, r))
+		replace(s, r, x);
+	else if (same_static(s, operand(n, 0), r))
+		replace(s, r, operand(n, 0));
+}
+
+static int is_identity_perm(const Arg *p)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->u.list[i].u.i != (int64_t)i)
+			return 0;
+	return 1;
+}
+
+/* Transpose(Transpose(x, p1), p2) = Transpose(x, q), q[i] = p1[p2[i]]. */
+static void simplify_transpose(Simp *s, Node *n, ValueId y, ValueId r)
+{
+	const Arg *p2 = int_list(n, "perm");
+	if (!p2)
+		return;
+	Node *d = val(s->m, y)->kind == VK_NODE ? val(s->m, y)->def : NULL;
+	const Arg *p1 = is_onnx(d, OP_ONNX_Transpose) && result(d) == y ? int_list(d, "perm") : NULL;
+	if (p1 && p1->n == p2->n && operand(d, 0)) {
+		Arg *q = ARENA_ARRAY(&s->m->arena, Arg, p2->n);
+		uint32_t i = 0;
+		for (; i < p2->n; i++) {
+			int64_t k = p2->u.list[i].u.i;
+			if (k < 0 || k >= (int64_t)p1->n)
+				break;
+			q[i] = (Arg){ .kind = A_INT, .u.i = p1->u.list[k].u.i };
+		}
+		if (i == p2->n) {
+			Named *perm = (Named *)node_kw(n, "perm");
+			perm->val.u.list = q;
+			n->args[0].u.v = operand(d, 0);
+			y = operand(d, 0);
+		}
+	}
+	if (is_identity_perm(int_list(n, "perm")))
+		replace(s, r, y);
+}
+
+static void simplify_node(Simp *s, Node *n)
+{
+	ValueId x = operand(n, 0), r = result(n);
+	if (n->domain != dom_onnx() || !x || !r)
+		return;
+	switch (n->op) {
+	case OP_ONNX_Identity:
+		replace(s, r, x);
+		break;
+	case OP_ONNX_Cast:
+	case OP_ONNX_CastLike:
+		simplify_cast(s, n, x, r);
+		break;
+	case OP_ONNX_Reshape:
+	case OP_ONNX_Squeeze:
+	case OP_ONNX_Unsqueeze:
+	case OP_ONNX_Flatten:
+		simplify_reshape_like(s, n, x, r);
+		break;
+	case OP_ONNX_Expand:
+		if (same_static(s, x, r))
+			replace(s, r, x);
+		break;
+	case OP_ONNX_Transpose:
+		simplify_transpose(s, n, x, r);
+		break;
+	default:
+		break;
+	}
+}
+
+static void simplify_graph(Simp *s, Graph *g)
+{
+	for (Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs; i++)
+			rewrite(s, &n->args[i]);
+		for (uint32_t i = 0; i < n->nkw; i++)
+			rewrite(s, &n->kw[i].val);
+		simplify_node(s, n);
+	}
+}
+
+/* ---- outputs ------------------------------------------------------------ */
+
+static void mark_outputs(Simp *s, const Graph *g);
+
+static void mark_arg_outputs(Simp *s, const Arg *a)
+{
+	if (a->kind == A_GRAPH)
+		mark_outputs(s, a->u.g);
+	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
+		mark_arg_outputs(s, &a->u.list[i]);
+}
+
+static void mark_outputs(Simp *s, const Graph *g)
+{
+	for (uint32_t i = 0; i < g->nout; i++)
+		s->is_out[g->out[i]] = 1;
+	for (const Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs; i++)
+			mark_arg_outputs(s, &n->args[i]);
+		for (uint32_t i = 0; i < n->nkw; i++)
+			mark_arg_outputs(s, &n->kw[i].val);
+	}
+}
+
+int pass_simplify(Module *m, const PassOptions *opt)
+{
+	(void)opt;
+	Simp s = { m, calloc(m->vals.n, sizeof(ValueId)), calloc(m->vals.n, sizeof(ValueId)),
+	           calloc(m->vals.n, 1) };
+	if (!s.repl || !s.src || !s.is_out)
+		ONNXC_BUG("out of memory");
+	for (uint32_t i = 0; i < m->graphs.n; i++)
+		mark_outputs(&s, m->graphs.v[i]);
+	for (uint32_t i = 0; i < m->funcs.n; i++)
+		mark_outputs(&s, m->funcs.v[i]->body);
+	for (uint32_t i = 0; i < m->graphs.n; i++)
+		simplify_graph(&s, m->graphs.v[i]);
+	for (uint32_t i = 0; i < m->funcs.n; i++)
+		simplify_graph(&s, m->funcs.v[i]->body);
+	/* Graph outputs are never replaced, so they need no rewriting. */
+	free(s.repl);
+	free(s.src);
+	free(s.is_out);
+	return 0;
+}
