@@ -313,3 +313,37 @@ void graph_replace_uses(Graph *g, ValueId from, ValueId to)
 {
 	replace_in_graph(g, from, to);
 }
+
+static void mark_outputs(uint8_t *is_out, const Graph *g);
+
+static void mark_arg_outputs(uint8_t *is_out, const Arg *a)
+{
+	if (a->kind == A_GRAPH)
+		mark_outputs(is_out, a->u.g);
+	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
+		mark_arg_outputs(is_out, &a->u.list[i]);
+}
+
+static void mark_outputs(uint8_t *is_out, const Graph *g)
+{
+	for (uint32_t i = 0; i < g->nout; i++)
+		is_out[g->out[i]] = 1;
+	for (const Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs; i++)
+			mark_arg_outputs(is_out, &n->args[i]);
+		for (uint32_t i = 0; i < n->nkw; i++)
+			mark_arg_outputs(is_out, &n->kw[i].val);
+	}
+}
+
+uint8_t *module_output_marks(const Module *m)
+{
+	uint8_t *is_out = calloc(m->vals.n, 1);
+	if (!is_out)
+		ONNXC_BUG("out of memory");
+	for (uint32_t i = 0; i < m->graphs.n; i++)
+		mark_outputs(is_out, m->graphs.v[i]);
+	for (uint32_t i = 0; i < m->funcs.n; i++)
+		mark_outputs(is_out, m->funcs.v[i]->body);
+	return is_out;
+}

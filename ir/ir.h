@@ -365,6 +365,9 @@ uint64_t arg_hash(const Arg *a);
 const Named *node_kw(const Node *n, const char *name);
 /* Replace every use of `from` by `to` in g and its subgraphs. Linear in g. */
 void graph_replace_uses(Graph *g, ValueId from, ValueId to);
+/* A calloc'd array by ValueId: 1 for every value that is an output of a
+ * graph, a function or a subgraph (names a pass must keep). */
+uint8_t *module_output_marks(const Module *m);
 
 Type *type_tensor(Arena *a, DType dt, int32_t rank, const Dim *dims);
 Type *type_wrap(Arena *a, TypeKind k, Type *elem);

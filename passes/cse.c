@@ -144,38 +144,12 @@ static void cse_graph(Cse *c, Graph *g)
 	free(t.hash);
 }
 
-static void mark_outputs(Cse *c, const Graph *g);
-
-static void mark_arg_outputs(Cse *c, const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		mark_outputs(c, a->u.g);
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		mark_arg_outputs(c, &a->u.list[i]);
-}
-
-static void mark_outputs(Cse *c, const Graph *g)
-{
-	for (uint32_t i = 0; i < g->nout; i++)
-		c->is_out[g->out[i]] = 1;
-	for (const Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs; i++)
-			mark_arg_outputs(c, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			mark_arg_outputs(c, &n->kw[i].val);
-	}
-}
-
 int pass_cse(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Cse c = { m, calloc(m->vals.n, sizeof(ValueId)), calloc(m->vals.n, 1) };
-	if (!c.repl || !c.is_out)
+	Cse c = { m, calloc(m->vals.n, sizeof(ValueId)), module_output_marks(m) };
+	if (!c.repl)
 		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		mark_outputs(&c, m->graphs.v[i]);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		mark_outputs(&c, m->funcs.v[i]->body);
 	for (uint32_t i = 0; i < m->graphs.n; i++)
 		cse_graph(&c, m->graphs.v[i]);
 	for (uint32_t i = 0; i < m->funcs.n; i++)

@@ -270,41 +270,13 @@ static void simplify_graph(Simp *s, Graph *g)
 	}
 }
 
-/* ---- outputs ------------------------------------------------------------ */
-
-static void mark_outputs(Simp *s, const Graph *g);
-
-static void mark_arg_outputs(Simp *s, const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		mark_outputs(s, a->u.g);
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		mark_arg_outputs(s, &a->u.list[i]);
-}
-
-static void mark_outputs(Simp *s, const Graph *g)
-{
-	for (uint32_t i = 0; i < g->nout; i++)
-		s->is_out[g->out[i]] = 1;
-	for (const Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs; i++)
-			mark_arg_outputs(s, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			mark_arg_outputs(s, &n->kw[i].val);
-	}
-}
-
 int pass_simplify(Module *m, const PassOptions *opt)
 {
 	(void)opt;
 	Simp s = { m, calloc(m->vals.n, sizeof(ValueId)), calloc(m->vals.n, sizeof(ValueId)),
-	           calloc(m->vals.n, 1) };
-	if (!s.repl || !s.src || !s.is_out)
+	           module_output_marks(m) };
+	if (!s.repl || !s.src)
 		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		mark_outputs(&s, m->graphs.v[i]);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		mark_outputs(&s, m->funcs.v[i]->body);
 	for (uint32_t i = 0; i < m->graphs.n; i++)
 		simplify_graph(&s, m->graphs.v[i]);
 	for (uint32_t i = 0; i < m->funcs.n; i++)
