@@ -163,54 +163,40 @@ fi
 
 # Benchmarks (build/onnxc-bench) are separate and not run here.
 
+# fuzz TARGET SEEDS SECONDS: builds build-fuzz/TARGET, runs it over a copy
+# of SEEDS, stops the run on a crash, and sets FUZZ_RUNS to its executions.
+fuzz() {
+  local target=$1 seeds=$2 seconds=$3 rc
+  local corpus="$LOGDIR/corpus-$target" log="$LOGDIR/$target.log"
+  compile build-fuzz "$target" || fail fuzz "building $target with clang failed"
+  mkdir -p "$corpus"
+  cp -r "$seeds/." "$corpus/"
+  echo "+ build-fuzz/$target -max_total_time=$seconds (corpus: $(ls "$corpus" | wc -l) files, copied)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    build-fuzz/"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$corpus" > "$log" 2>&1
+  rc=$?
+  tail -n 25 "$log"
+  [ "$rc" -eq 0 ] || fail fuzz "$target found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
+  FUZZ_RUNS=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
+}
+
 # ---- 4. fuzz smoke ----
 header "fuzz: fuzz-parser for ${FUZZ_SECONDS}s, fuzz-import for ${FUZZ_IMPORT_SECONDS}s"
 if [ "$QUICK" = 1 ]; then
   echo "skipped: --quick"; note fuzz "skipped: --quick"
 elif ! command -v clang >/dev/null 2>&1; then
   echo "skipped: clang is not installed"; note fuzz "skipped: no clang"
-elif [ ! -f test/fuzz/fuzz_parser.c ]; then
-  echo "skipped: test/fuzz/fuzz_parser.c does not exist yet"; note fuzz "skipped: no fuzz_parser.c"
 else
   CC=clang configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXC_FUZZ=ON \
     "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined" ||
     fail fuzz "cmake configure of build-fuzz/ failed"
-  compile build-fuzz fuzz-parser || fail fuzz "building fuzz-parser with clang failed"
-  corpus="$LOGDIR/corpus"
-  mkdir -p "$corpus"
-  if [ -d test/fuzz/corpus ]; then
-    cp -r test/fuzz/corpus/. "$corpus/"
-  else
-    # No corpus yet: seed with the lit tests and examples.
-    find test/lit examples -name '*.fxir' -exec cp {} "$corpus/" \; 2>/dev/null || true
-  fi
-  echo "+ build-fuzz/fuzz-parser -max_total_time=$FUZZ_SECONDS (corpus: $(ls "$corpus" | wc -l) files, copied)"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    build-fuzz/fuzz-parser -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$corpus" > "$LOGDIR/fuzz.log" 2>&1
-  rc=$?
-  tail -n 25 "$LOGDIR/fuzz.log"
-  if [ "$rc" -ne 0 ]; then
-    fail fuzz "fuzz-parser found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
-  fi
-  parser_runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz.log" | grep -Eo '[0-9]+$' || echo '?')
+  fuzz fuzz-parser test/fuzz/corpus "$FUZZ_SECONDS"
+  parser_runs=$FUZZ_RUNS
   # The ONNX importer (and the printer, verifier and writer behind it) on
   # mutated models; the seeds are small models from the ONNX node tests.
-  compile build-fuzz fuzz-import || fail fuzz "building fuzz-import with clang failed"
-  icorpus="$LOGDIR/import_corpus"
-  mkdir -p "$icorpus"
-  cp -r test/fuzz/import_corpus/. "$icorpus/"
-  echo "+ build-fuzz/fuzz-import -max_total_time=$FUZZ_IMPORT_SECONDS (corpus: $(ls "$icorpus" | wc -l) files, copied)"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    build-fuzz/fuzz-import -max_total_time="$FUZZ_IMPORT_SECONDS" -timeout=10 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$icorpus" > "$LOGDIR/fuzz-import.log" 2>&1
-  rc=$?
-  tail -n 25 "$LOGDIR/fuzz-import.log"
-  if [ "$rc" -ne 0 ]; then
-    fail fuzz "fuzz-import found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
-  fi
-  import_runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGDIR/fuzz-import.log" | grep -Eo '[0-9]+$' || echo '?')
-  note fuzz "ok: $parser_runs parser runs, $import_runs import runs"
+  fuzz fuzz-import test/fuzz/import_corpus "$FUZZ_IMPORT_SECONDS"
+  note fuzz "ok: $parser_runs parser runs, $FUZZ_RUNS import runs"
 fi
 
 # counted STEP HINT CMD...: runs a suite whose last line is

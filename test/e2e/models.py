@@ -6,6 +6,9 @@ dynamic_shapes or None).  example_inputs is a tuple of positional arguments
 seed, so two calls give the same weights and inputs.
 """
 
+import os
+import sys
+
 import torch
 import torch.nn as nn
 
@@ -15,91 +18,16 @@ def _seed(n=0):
 
 
 # -- the small LLM of the "modules as local functions" tutorial -------------
+# The bundled example's classes (examples/make_examples.py), at the
+# tutorial's sizes.
 
-class Embedding(nn.Module):
-    def __init__(self, vocab_size, embedding_dim):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, embedding_dim)
-        self.pe = nn.Embedding(vocab_size, embedding_dim)
-
-    def forward(self, x):
-        word_emb = self.embedding(x)
-        word_pe = self.pe(x)
-        return word_emb + word_pe
-
-
-class AttentionBlock(nn.Module):
-    def __init__(self, embedding_dim, context_size):
-        super().__init__()
-        self.query = nn.Linear(embedding_dim, embedding_dim, bias=False)
-        self.key = nn.Linear(embedding_dim, embedding_dim, bias=False)
-        self.value = nn.Linear(embedding_dim, embedding_dim, bias=False)
-        ones = torch.ones(size=[context_size, context_size], dtype=torch.float)
-        self.register_buffer(name="mask", tensor=torch.tril(input=ones))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        query = self.query(x)
-        key = self.key(x)
-        value = self.value(x)
-        qk = query @ key.transpose(-2, -1) * C**-0.5
-        attention = qk.masked_fill(self.mask[:T, :T] == 0, float("-inf"))
-        attention = torch.nn.functional.softmax(input=attention, dim=-1)
-        return attention @ value
-
-
-class MultiAttentionBlock(nn.Module):
-    def __init__(self, embedding_dim, num_heads, context_size):
-        super().__init__()
-        self.attention = nn.ModuleList(
-            [AttentionBlock(embedding_dim, context_size) for _ in range(num_heads)])
-        self.linear = nn.Linear(embedding_dim * num_heads, embedding_dim)
-
-    def forward(self, x):
-        out = torch.cat([attention(x) for attention in self.attention], dim=-1)
-        return self.linear(out)
-
-
-class FeedForward(nn.Module):
-    def __init__(self, embedding_dim, ff_dim):
-        super().__init__()
-        self.linear_1 = nn.Linear(embedding_dim, ff_dim)
-        self.relu = nn.ReLU()
-        self.linear_2 = nn.Linear(ff_dim, embedding_dim)
-
-    def forward(self, x):
-        return self.linear_2(self.relu(self.linear_1(x)))
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, embedding_dim, num_heads, context_size, ff_dim):
-        super().__init__()
-        self.attention = MultiAttentionBlock(embedding_dim, num_heads, context_size)
-        self.feed_forward = FeedForward(embedding_dim, ff_dim)
-        self.norm_1 = nn.LayerNorm(embedding_dim)
-        self.norm_2 = nn.LayerNorm(embedding_dim)
-
-    def forward(self, x):
-        x_norm = self.norm_1(x)
-        attention = self.attention(x_norm) + x
-        ff = self.feed_forward(self.norm_2(attention))
-        return ff + attention
-
-
-class LLM(nn.Module):
-    def __init__(self, vocab_size=1024, embedding_dim=16, num_heads=2,
-                 context_size=256, ff_dim=128):
-        super().__init__()
-        self.embedding = Embedding(vocab_size, embedding_dim)
-        self.decoder = DecoderLayer(embedding_dim, num_heads, context_size, ff_dim)
-
-    def forward(self, input_ids):
-        return self.decoder(self.embedding(input_ids))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from make_examples import LLM  # noqa: E402
 
 
 def llm():
     _seed()
-    model = LLM().eval()
+    model = LLM(vocab_size=1024, context_size=256).eval()
     input_ids = torch.randint(0, 1024, (1, 30), dtype=torch.int64)
     return model, (input_ids,), None
 
