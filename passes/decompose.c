@@ -31,7 +31,7 @@ typedef struct Dx {
 	ValueId *subst;             /* call result -> the value replacing it */
 	const Node **sfrom;         /* the call that made the entry (provenance) */
 	uint32_t nsubst;
-	Sym s_opset, s_nresults, s_result, s_rank, s_swapped, s_neg_len, s_value;
+	Sym s_opset, s_nresults, s_result, s_rank, s_swapped, s_neg_len, s_index_axis, s_contiguous_view, s_value;
 } Dx;
 
 /* The arguments a call binds to one decomposition's parameters. */
@@ -128,7 +128,8 @@ static int subst_node(Dx *x, Node *n)
 static int is_builtin(const Dx *x, Sym s)
 {
 	return s == x->s_opset || s == x->s_nresults || s == x->s_result || s == x->s_rank ||
-	       s == x->s_swapped || s == x->s_neg_len;
+	       s == x->s_swapped || s == x->s_neg_len || s == x->s_index_axis ||
+	       s == x->s_contiguous_view;
 }
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
@@ -192,17 +193,23 @@ static int guard_holds(const Guard *g, const Arg *a)
 }
 
 /* What a %param accepts: a tensor, none, a scalar, or a list of tensors or
- * sizes. */
+ * sizes; a list of tensors may hold nones (index.Tensor's optional
+ * indices), which splicing leaves out. */
 static int tensor_arg_ok(const Arg *a)
 {
 	if (a->kind == A_VALUE || a->kind == A_NONE || is_num(a))
 		return 1;
 	if (a->kind != A_LIST)
 		return 0;
-	for (uint32_t i = 0; i < a->n; i++)
-		if (a->u.list[i].kind != A_VALUE && a->u.list[i].kind != A_INT)
+	int nones = 0, ints = 0;
+	for (uint32_t i = 0; i < a->n; i++) {
+		uint8_t k = a->u.list[i].kind;
+		if (k != A_VALUE && k != A_INT && k != A_NONE)
 			return 0;
-	return 1;
+		nones |= k == A_NONE;
+		ints |= k == A_INT;
+	}
+	return !(nones && ints);
 }
 
 static int find_param(const Decomp *d, Sym name)
@@ -278,6 +285,64 @@ static Arg neg_len(const Node *call)
 	return (Arg){ .kind = A_NONE };
 }
 
+/* index.Tensor: the number of leading nones of the call's first list
+ * argument when every entry after them is a tensor (one at least); none
+ * otherwise. */
+static Arg index_axis(const Node *call)
+{
+	for (uint32_t i = 0; i < call->nargs; i++) {
+		const Arg *l = &call->args[i];
+		if (l->kind != A_LIST)
+			continue;
+		uint32_t k = 0;
+		while (k < l->n && l->u.list[k].kind == A_NONE)
+			k++;
+		if (k == l->n)
+			return (Arg){ .kind = A_NONE };
+		for (uint32_t j = k; j < l->n; j++)
+			if (l->u.list[j].kind != A_VALUE)
+				return (Arg){ .kind = A_NONE };
+		return int_arg(k);
+	}
+	return (Arg){ .kind = A_NONE };
+}
+
+/* as_strided: true when the call's first two list arguments (sizes,
+ * strides) are the contiguous strides of the sizes (dims of size 1, whose
+ * stride never matters, left out) and the first tensor's static shape has
+ * as many elements: the call only reinterprets a contiguous tensor. */
+static Arg contiguous_view(const Dx *x, const Node *call)
+{
+	const Arg *l[2] = { NULL, NULL };
+	const Type *t = NULL;
+	int k = 0;
+	for (uint32_t i = 0; i < call->nargs; i++) {
+		const Arg *a = &call->args[i];
+		if (a->kind == A_VALUE && !t)
+			t = val(x->m, a->u.v)->type;
+		else if (a->kind == A_LIST && k < 2)
+			l[k++] = a;
+	}
+	Arg no = { .kind = A_BOOL, .u.i = 0 }, yes = { .kind = A_BOOL, .u.i = 1 };
+	if (k < 2 || !t || t->kind != TY_TENSOR || t->rank < 0 || l[0]->n != l[1]->n)
+		return no;
+	int64_t numel = 1, want = 1;
+	for (int32_t i = 0; i < t->rank; i++) {
+		if (t->dims[i].sym || t->dims[i].v < 0)
+			return no;
+		numel *= t->dims[i].v;
+	}
+	for (uint32_t i = l[0]->n; i-- > 0;) {
+		const Arg *sz = &l[0]->u.list[i], *st = &l[1]->u.list[i];
+		if (sz->kind != A_INT || st->kind != A_INT)
+			return no;
+		if (sz->u.i != 1 && st->u.i != want)
+			return no;
+		want *= sz->u.i;
+	}
+	return want == numel ? yes : no;
+}
+
 /* The built-in literals, derived from the call and the target. */
 static Arg builtin(const Dx *x, const Node *call, Sym s)
 {
@@ -292,6 +357,10 @@ static Arg builtin(const Dx *x, const Node *call, Sym s)
 		return swapped(x, call);
 	if (s == x->s_neg_len)
 		return neg_len(call);
+	if (s == x->s_index_axis)
+		return index_axis(call);
+	if (s == x->s_contiguous_view)
+		return contiguous_view(x, call);
 	return int_arg(0);          /* $result, set per copy */
 }
 
@@ -546,15 +615,24 @@ static const Arg *spliced_list(Inst *in, const Node *bn, uint32_t i)
 	if (!b || b->a.kind != A_LIST)
 		return NULL;
 	for (uint32_t k = 0; k < b->a.n; k++)
-		if (b->a.u.list[k].kind != A_VALUE)
+		if (b->a.u.list[k].kind != A_VALUE && b->a.u.list[k].kind != A_NONE)
 			return NULL;
 	return &b->a;
+}
+
+/* The tensors of a spliced list (its nones left out). */
+static uint32_t spliced_count(const Arg *l)
+{
+	uint32_t n = 0;
+	for (uint32_t j = 0; j < l->n; j++)
+		n += l->u.list[j].kind == A_VALUE;
+	return n;
 }
 
 static uint32_t count_args(Inst *in, const Node *bn)
 {
 	const Arg *l = bn->nargs ? spliced_list(in, bn, bn->nargs - 1) : NULL;
-	return l ? bn->nargs - 1 + l->n : bn->nargs;
+	return l ? bn->nargs - 1 + spliced_count(l) : bn->nargs;
 }
 
 static void copy_args(Inst *in, const Node *bn, Node *n, int *err)
@@ -563,7 +641,8 @@ static void copy_args(Inst *in, const Node *bn, Node *n, int *err)
 	for (uint32_t i = 0, k = 0; i < bn->nargs; i++) {
 		const Arg *l = spliced_list(in, bn, i);
 		for (uint32_t j = 0; l && j < l->n; j++)
-			n->args[k++] = l->u.list[j];
+			if (l->u.list[j].kind == A_VALUE)
+				n->args[k++] = l->u.list[j];
 		if (!l)
 			n->args[k++] = copy_arg(in, &bn->args[i], use, err);
 	}
@@ -1084,6 +1163,8 @@ int pass_decompose(Module *m, const PassOptions *opt)
 	x.s_rank = sym_cstr("rank");
 	x.s_swapped = sym_cstr("swapped");
 	x.s_neg_len = sym_cstr("neg_len");
+	x.s_index_axis = sym_cstr("index_axis");
+	x.s_contiguous_view = sym_cstr("contiguous_view");
 	x.s_value = sym_cstr("value");
 	if (!has_aten(m))
 		return 0;

@@ -84,18 +84,57 @@ def small_cnn():
 
 # -- torchvision ---------------------------------------------------------------
 
-def resnet18():
-    import torchvision
-    _seed()
-    model = torchvision.models.resnet18(weights=None).eval()
-    return model, (torch.randn(1, 3, 224, 224),), None
+def _lively(model):
+    """Freshly initialised classifiers can output ~1e-9 (mobilenet_v2) or
+    exact zeros (vit_b_16's zero head), against which any comparison passes.
+    Give BatchNorm the statistics and affine terms a trained model has, and
+    zero-initialised weights small random values, so outputs are O(0.1)."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, nn.modules.batchnorm._BatchNorm):
+                c = mod.num_features
+                mod.running_mean.copy_(torch.randn(c, generator=g) * 0.1)
+                mod.running_var.copy_(torch.rand(c, generator=g) * 0.5 + 0.5)
+                mod.weight.copy_(torch.rand(c, generator=g) + 0.5)
+                mod.bias.copy_(torch.randn(c, generator=g) * 0.1)
+        for p in model.parameters():
+            if p.dim() >= 2 and float(p.abs().max()) == 0.0:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    return model
 
 
-def mobilenet_v2():
-    import torchvision
-    _seed()
-    model = torchvision.models.mobilenet_v2(weights=None).eval()
-    return model, (torch.randn(1, 3, 224, 224),), None
+def _tv(name, size):
+    """A torchvision classifier (no pretrained weights, seeded) at size x size."""
+    def build():
+        import torchvision
+        _seed()
+        model = _lively(getattr(torchvision.models, name)(weights=None).eval())
+        return model, (torch.randn(1, 3, size, size),), None
+    build.__name__ = name
+    return build
+
+
+resnet18 = _tv("resnet18", 224)
+mobilenet_v2 = _tv("mobilenet_v2", 224)
+
+
+# Small resolutions keep the run quick.  vgg11 at 64x64 pools a 2x2 map to
+# 7x7 (the general adaptive average pool); convnext_tiny's head holds an
+# as_strided that only reinterprets; swin_t needs roll, constant_pad_nd,
+# index.Tensor and the slice_scatter/fill of its attention mask; maxvit_t
+# index.Tensor.  swin_t and maxvit_t need 224x224 (their window sizes).
+mobilenet_v3_small = _tv("mobilenet_v3_small", 64)
+efficientnet_b0 = _tv("efficientnet_b0", 64)
+regnet_y_400mf = _tv("regnet_y_400mf", 64)
+densenet121 = _tv("densenet121", 64)
+squeezenet1_0 = _tv("squeezenet1_0", 64)
+shufflenet_v2_x0_5 = _tv("shufflenet_v2_x0_5", 64)
+vgg11 = _tv("vgg11", 64)
+convnext_tiny = _tv("convnext_tiny", 64)
+swin_t = _tv("swin_t", 224)
+vit_b_16 = _tv("vit_b_16", 224)
+maxvit_t = _tv("maxvit_t", 224)
 
 
 # -- a transformer encoder -----------------------------------------------------
@@ -170,11 +209,26 @@ ZOO = {
     "small_cnn": small_cnn,
     "resnet18": resnet18,
     "mobilenet_v2": mobilenet_v2,
+    "mobilenet_v3_small": mobilenet_v3_small,
+    "efficientnet_b0": efficientnet_b0,
+    "regnet_y_400mf": regnet_y_400mf,
+    "densenet121": densenet121,
+    "squeezenet1_0": squeezenet1_0,
+    "shufflenet_v2_x0_5": shufflenet_v2_x0_5,
+    "vgg11": vgg11,
+    "convnext_tiny": convnext_tiny,
+    "swin_t": swin_t,
+    "vit_b_16": vit_b_16,
+    "maxvit_t": maxvit_t,
     "transformer_encoder": transformer_encoder,
     "lstm": lstm,
     "buffer_mutation": buffer_mutation,
     "dynamic_batch": dynamic_batch,
 }
+
+# Models whose export the installed PyTorch may not manage (an older
+# torchvision or tracer): an export failure is a skip, with its reason.
+EXPORT_MAY_FAIL = {"swin_t", "vit_b_16", "maxvit_t", "convnext_tiny"}
 
 # Other input sizes a model with dynamic dims must also run with.
 EXTRA_INPUTS = {
