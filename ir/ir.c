@@ -198,6 +198,27 @@ int node_has_flag(const Node *n, uint32_t flag)
 	return (op_info[n->op].flags & flag) != 0;
 }
 
+int arg_contains(const Arg *a, ArgKind k)
+{
+	if (a->kind == k)
+		return 1;
+	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
+		if (arg_contains(&a->u.list[i], k))
+			return 1;
+	return 0;
+}
+
+int node_has_subgraph(const Node *n)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		if (arg_contains(&n->args[i], A_GRAPH))
+			return 1;
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (arg_contains(&n->kw[i].val, A_GRAPH))
+			return 1;
+	return 0;
+}
+
 const Named *node_kw(const Node *n, const char *name)
 {
 	Sym s = sym_cstr(name);

@@ -354,6 +354,10 @@ void node_remove(Graph *g, Node *n);
 void arg_each_value(const Arg *a, void (*f)(ValueId, void *), void *ctx);
 void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx);
 int node_has_flag(const Node *n, uint32_t flag);
+/* a is of kind k, or a list holding one at any depth. */
+int arg_contains(const Arg *a, ArgKind k);
+/* Some argument or attribute of n is a subgraph (in a list or not). */
+int node_has_subgraph(const Node *n);
 /* Copies a string / an argument (lists and strings deeply; tensors and
  * graphs are shared) into arena a. */
 Str str_copy(Arena *a, Str s);

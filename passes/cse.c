@@ -38,16 +38,6 @@ static void rewrite(Cse *c, Arg *a)
 		cse_graph(c, a->u.g);
 }
 
-static int has_graph(const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		return 1;
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		if (has_graph(&a->u.list[i]))
-			return 1;
-	return 0;
-}
-
 static int mergeable(const Cse *c, const Node *n)
 {
 	if (n->nres == 0 || node_has_flag(n, OPF_SIDE_EFFECT | OPF_INPLACE))
@@ -57,13 +47,7 @@ static int mergeable(const Cse *c, const Node *n)
 	for (uint32_t i = 0; i < n->nres; i++)
 		if (n->res[i] && c->is_out[n->res[i]])
 			return 0;
-	for (uint32_t i = 0; i < n->nargs; i++)
-		if (has_graph(&n->args[i]))
-			return 0;
-	for (uint32_t i = 0; i < n->nkw; i++)
-		if (has_graph(&n->kw[i].val))
-			return 0;
-	return 1;
+	return !node_has_subgraph(n);
 }
 
 static uint64_t node_hash(const Node *n)

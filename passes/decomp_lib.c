@@ -121,16 +121,6 @@ static void push(DecompTable *t, DecompEntry e)
 	b->v[b->n++] = e;
 }
 
-static int has_subgraph(const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		return 1;
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		if (has_subgraph(&a->u.list[i]))
-			return 1;
-	return 0;
-}
-
 /* Numbers d's values; 0 if the body holds something expansion cannot copy. */
 static int number_values(const Decomp *d, uint32_t *local, uint32_t *n)
 {
@@ -140,7 +130,7 @@ static int number_values(const Decomp *d, uint32_t *local, uint32_t *n)
 		local[g->in[i]] = (*n)++;
 	for (const Node *nd = g->first; nd; nd = nd->next) {
 		for (uint32_t i = 0; i < nd->nargs + nd->nkw; i++)
-			if (has_subgraph(i < nd->nargs ? &nd->args[i] : &nd->kw[i - nd->nargs].val)) {
+			if (arg_contains(i < nd->nargs ? &nd->args[i] : &nd->kw[i - nd->nargs].val, A_GRAPH)) {
 				diag_error(nd->loc, "decomposition bodies may not hold subgraphs");
 				return 0;
 			}

@@ -134,15 +134,6 @@ static int is_builtin(const Dx *x, Sym s)
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
 
-static int has_value(const Arg *a)
-{
-	if (a->kind == A_VALUE)
-		return 1;
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		if (has_value(&a->u.list[i]))
-			return 1;
-	return 0;
-}
 
 static Str text_of(const Arg *a)
 {
@@ -185,7 +176,7 @@ static int guard_holds(const Guard *g, const Arg *a)
 	int eq;
 	if (g->lit.kind == A_NONE)
 		eq = a->kind == A_NONE;
-	else if (has_value(a))
+	else if (arg_contains(a, A_VALUE))
 		return 0;
 	else
 		eq = lit_eq(a, &g->lit);
@@ -594,7 +585,7 @@ static Arg copy_arg(Inst *in, const Arg *a, Use use, int *err)
 	dp = &in->e->d->params[p];
 	if (use == USE_INPUT)
 		return as_input(in, b, &r, dp->kind == DP_TENSOR, dp->name);
-	if (use == USE_ATTR && has_value(&r)) {
+	if (use == USE_ATTR && arg_contains(&r, A_VALUE)) {
 		char buf[256];
 		diag_error(in->call->loc, "decomposition of %s: '%s' must be a literal here, but the call passes a value",
 			   opname(in->call, buf, sizeof buf), sym_str(dp->name));
@@ -1080,7 +1071,7 @@ static int to_attr(Arg *a)
 	} else if (a->kind == A_BOOL) {
 		a->kind = A_INT;
 	}
-	return a->kind != A_NONE && !has_value(a);
+	return a->kind != A_NONE && !arg_contains(a, A_VALUE);
 }
 
 static int all_values(const Arg *a)

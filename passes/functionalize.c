@@ -591,17 +591,6 @@ static int inplace(Fn *f, Node *n, ValueId c0, Sym fname, Node *next)
 	return 0;
 }
 
-static int has_graph_arg(const Node *n)
-{
-	for (uint32_t i = 0; i < n->nargs; i++)
-		if (n->args[i].kind == A_GRAPH)
-			return 1;
-	for (uint32_t i = 0; i < n->nkw; i++)
-		if (n->kw[i].val.kind == A_GRAPH)
-			return 1;
-	return 0;
-}
-
 /* out = %buf: drop the keyword; the result is buf's new version. */
 static int out_variant(Fn *f, Node *n, uint32_t k, Node *next)
 {
@@ -618,7 +607,7 @@ static int out_variant(Fn *f, Node *n, uint32_t k, Node *next)
 
 static int visit(Fn *f, Node *n, Node *next)
 {
-	if (has_graph_arg(n) || n->domain != dom_aten()) {
+	if (node_has_subgraph(n) || n->domain != dom_aten()) {
 		rewrite_operands(f, n);
 		return 0;
 	}
