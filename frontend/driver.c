@@ -68,6 +68,9 @@ static const char usage_text[] =
 	"                           input instead of printing diagnostics\n"
 	"  -split-input-file        treat `// -----` lines as separators between inputs\n"
 	"  -max-errors=N            stop after N errors (default 20; 0 means no limit)\n"
+	"  -no-fast-lex             read every construct token by token: the lexer's\n"
+	"                           one-token forms of common constructs (docs/ir.md)\n"
+	"                           must not change what is parsed\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -182,6 +185,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->time_passes = 1;
 		} else if (strcmp(a, "-verify-diagnostics") == 0) {
 			o->verify_diags = 1;
+		} else if (strcmp(a, "-no-fast-lex") == 0) {
+			fxir_fast_lex = 0;
 		} else if (strcmp(a, "-split-input-file") == 0) {
 			o->split = 1;
 		} else if (match(a, "-max-errors", &v)) {

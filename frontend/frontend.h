@@ -17,6 +17,10 @@ Module *parse_fxir(const char *file, const char *text, size_t len);
  * at line first_line; the caller has registered the whole buffer with
  * diag_add_source. The text must be followed by a NUL or more text. */
 Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t first_line);
+/* The lexer reads common constructs (tensor types, scope and loc trailers,
+ * `%v =`, `op::name(`) as one token each; 0 turns that off, which must not
+ * change what any input parses to (-no-fast-lex, the parser fuzzer). */
+extern int fxir_fast_lex;
 
 /* Reads a whole file (mmap or read); NULL after a diagnostic. */
 char *read_file(const char *path, size_t *len);

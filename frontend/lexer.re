@@ -19,9 +19,8 @@ static Loc loc_at(P *p, const char *at)
 static void set_loc(P *p, YYLTYPE *lloc, const char *start)
 {
 	Lexer *l = &p->lex;
-	lloc->first_line = lloc->last_line = (int)l->line;
+	lloc->first_line = (int)l->line;
 	lloc->first_column = (int)(start - l->bol) + 1;
-	lloc->last_column = (int)(l->cur - l->bol);
 }
 
 static int hexval(int c)
@@ -212,6 +211,200 @@ static void lex_opname(const char *s, const char *e, OpName *out)
 	out->name = sym_intern(n, len);
 }
 
+/* ---- fast paths ----------------------------------------------------------
+ * Tensor types and the scope/loc trailers are on nearly every line of an
+ * exported model, and spelled as a dozen tokens each they cost most of the
+ * parse.  In their plain shape (on one line, no comments, strings without
+ * escapes or non-ASCII bytes, integers of at most 18 digits) the lexer reads
+ * each as one token: TTYPE, SCOPE, LOCATION.  Anything else is left to the
+ * grammar token by token, which accepts the same language and is where
+ * unusual spellings and mistakes are reported.  A fast path therefore
+ * commits only once it has seen the whole construct, and reports nothing
+ * before that. */
+
+static int scan(P *p, YYSTYPE *lval, YYLTYPE *lloc);
+
+static const char *blanks(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+static int is_ident_start(unsigned char c) { return (c | 0x20) - 'a' < 26u || c == '_'; }
+static int is_ident_char(unsigned char c) { return is_ident_start(c) || c - '0' < 10u; }
+
+/* [A-Za-z_][A-Za-z0-9_]* ("." [A-Za-z_0-9]+)*: the lexer's `ident`. */
+static const char *ident_end(const char *s)
+{
+	while (is_ident_char((unsigned char)*s) || (*s == '.' && is_ident_char((unsigned char)s[1])))
+		s++;
+	return s;
+}
+
+/* The token the scanner reads at `at`, as if the lexer stood there. */
+static int scan_at(P *p, const char *at, YYSTYPE *v)
+{
+	YYLTYPE ll;
+	const char *keep = p->lex.cur;
+	p->lex.cur = at;
+	int tok = scan(p, v, &ll);
+	p->lex.cur = keep;
+	return tok;
+}
+
+/* A plain string "..." at s: its body, and the end past the closing quote. */
+static const char *plain_string(const char *s, Str *out)
+{
+	if (*s != '"')
+		return NULL;
+	const char *b = ++s;
+	while (!str_stop[(unsigned char)*s])
+		s++;
+	if (*s != '"')
+		return NULL;
+	*out = (Str){ b, (uint32_t)(s - b) };
+	return s + 1;
+}
+
+/* At most 18 digits, so the value cannot overflow. */
+static const char *plain_uint(const char *s, int64_t *out)
+{
+	int64_t v = 0;
+	const char *b = s;
+	while ((unsigned char)*s - '0' < 10u && s - b < 19)
+		v = v * 10 + (*s++ - '0');
+	*out = v;
+	return s > b && s - b <= 18 ? s : NULL;
+}
+
+/* Characters a `[dims]` list may hold on the fast path. */
+static const unsigned char dims_char[256] = {
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+	[' '] = 1, ['\t'] = 1, [','] = 1, ['?'] = 1, ['_'] = 1, ['.'] = 1,
+#define L13(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1, [c + 4] = 1, [c + 5] = 1, [c + 6] = 1, \
+	[c + 7] = 1, [c + 8] = 1, [c + 9] = 1, [c + 10] = 1, [c + 11] = 1, [c + 12] = 1,
+	L13('a') L13('n') L13('A') L13('N')
+#undef L13
+};
+
+/* The dims of `[...]` at s (past the '['), each an integer, a name or ?. */
+static int plain_dims(P *p, const char *s, DimVec *dims)
+{
+	s = blanks(s);
+	if (*s == ']')
+		return 1;
+	for (;;) {
+		if (dims->n == dims->cap)
+			return 0;
+		if (*s == '?') {
+			dims->v[dims->n++] = (Dim){ -1, 0 };
+			s++;
+		} else if (is_ident_start((unsigned char)*s)) {
+			const char *e = ident_end(s);
+			YYSTYPE v;
+			if (scan_at(p, s, &v) != IDENT)   /* a keyword or dtype */
+				return 0;
+			dims->v[dims->n++] = (Dim){ -1, v.sym };
+			s = e;
+		} else {
+			int64_t v;
+			if (!(s = plain_uint(s, &v)))
+				return 0;
+			dims->v[dims->n++] = (Dim){ v, 0 };
+		}
+		s = blanks(s);
+		if (*s == ']')
+			return 1;
+		if (*s != ',')
+			return 0;
+		s = blanks(s + 1);
+	}
+}
+
+/* `[dims]` right after a dtype (lval->i; the dtype's text starts at start). */
+static int fast_type(P *p, const char *start, const char **curp, YYSTYPE *lval)
+{
+	const char *e = *curp + 1;
+	while (dims_char[(unsigned char)*e])
+		e++;
+	if (*e != ']')
+		return 0;
+	void **memo = b_memo(p, start, (uint32_t)(e + 1 - start));
+	if (!*memo) {
+		Dim d[64];
+		DimVec dims = { d, 0, 64 };
+		if (!plain_dims(p, *curp + 1, &dims))
+			return 0;
+		*memo = b_tensor_type(p, lval->i, &dims, 1);
+	}
+	lval->type = *memo;
+	*curp = e + 1;
+	return 1;
+}
+
+/* scope("path": "class", ...) after the keyword. */
+static int fast_scope(P *p, const char **curp, YYSTYPE *lval)
+{
+	Str str[64];
+	uint32_t n = 0;
+	const char *open = *curp, *s = blanks(open + 1);
+	if (*s != ')')
+		for (;;) {
+			if (n == 64 || !(s = plain_string(s, &str[n])))
+				return 0;
+			if (*(s = blanks(s)) != ':' || !(s = plain_string(blanks(s + 1), &str[n + 1])))
+				return 0;
+			n += 2;
+			s = blanks(s);
+			if (*s == ')')
+				break;
+			if (*s != ',')
+				return 0;
+			s = blanks(s + 1);
+		}
+	uint32_t len = (uint32_t)(s + 1 - open);
+	*curp = s + 1;
+	if (len == p->last_scope.n && memcmp(open, p->last_scope.s, len) == 0) {
+		lval->scopes = p->last_scopes;  /* a run of nodes from one module */
+		return 1;
+	}
+	void **memo = b_memo(p, open, len);
+	if (!*memo) {
+		ScopeEntry e[32];
+		for (uint32_t i = 0; i < n; i += 2)
+			e[i / 2] = (ScopeEntry){ sym_intern(str[i].s, str[i].n), sym_intern(str[i + 1].s, str[i + 1].n) };
+		ScopeVec *v = ARENA_NEW(&p->pa, ScopeVec);
+		v->n = v->cap = n / 2;
+		v->v = n ? b_scope_shared(p, e, n / 2) : NULL;
+		*memo = v;
+	}
+	lval->scopes = p->last_scopes = *memo;
+	p->last_scope = (Str){ open, len };
+	return 1;
+}
+
+/* loc("file": line) or loc("file": line: col) after the keyword. */
+static int fast_loc(P *p, const char **curp, YYSTYPE *lval)
+{
+	Str file;
+	int64_t line, col = 0;
+	const char *s = plain_string(blanks(*curp + 1), &file);
+	if (!s || *(s = blanks(s)) != ':' || !(s = plain_uint(blanks(s + 1), &line)))
+		return 0;
+	if (*(s = blanks(s)) == ':' && !(s = plain_uint(blanks(s + 1), &col)))
+		return 0;
+	if (*(s = blanks(s)) != ')')
+		return 0;
+	if (!p->last_file.s || file.n != p->last_file.n || memcmp(file.s, p->last_file.s, file.n) != 0) {
+		p->last_file = file;
+		p->last_file_sym = sym_intern(file.s, file.n);
+	}
+	lval->loc = (LocTok){ p->last_file_sym, line > UINT32_MAX ? 0 : (uint32_t)line, col > UINT32_MAX ? 0 : (uint32_t)col };
+	*curp = s + 1;
+	return 1;
+}
+
 /* The raw scanner: one token per call, no error-recovery skipping. */
 static int scan(P *p, YYSTYPE *lval, YYLTYPE *lloc)
 {
@@ -256,12 +449,16 @@ loop:
 		goto loop;
 	}
 
-	"%" [A-Za-z0-9_.]+ { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = VALNAME; goto done; }
+	"%" [A-Za-z0-9_.]+ { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = VALNAME; goto assign; }
 	"%\"" { Str s; l->cur = cur; lex_string(p, start + 1, &s); cur = l->cur; lval->sym = sym_intern(s.s, s.n); tok = VALNAME; goto done; }
 	"@" ident { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = SYMNAME; goto done; }
 	"@\"" { Str s; l->cur = cur; lex_string(p, start + 1, &s); cur = l->cur; lval->sym = sym_intern(s.s, s.n); tok = SYMNAME; goto done; }
 	"$" ident { lval->sym = sym_intern(start + 1, (size_t)(cur - start - 1)); tok = PARAMNAME; goto done; }
-	dotted "::" ident { lex_opname(start, cur, &lval->op); tok = OPNAME; goto done; }
+	dotted "::" ident {
+		lex_opname(start, cur, &lval->op);
+		tok = *cur == '(' && p->fast ? (cur++, CALL) : OPNAME;
+		goto done;
+	}
 
 	"-"? digits { lex_int(p, start, cur, &lval->i); tok = INT; goto done; }
 	"-"? digits "." [0-9]* exp? | "-"? digits exp {
@@ -299,39 +496,39 @@ loop:
 	"tensor" { tok = KW_TENSOR; goto done; }
 	"seq" { tok = KW_SEQ; goto done; }
 	"opt" { tok = KW_OPT; goto done; }
-	"scope" { tok = KW_SCOPE; goto done; }
-	"loc" { tok = KW_LOC; goto done; }
+	"scope" { tok = *cur == '(' && p->fast && fast_scope(p, &cur, lval) ? SCOPE : KW_SCOPE; goto done; }
+	"loc" { tok = *cur == '(' && p->fast && fast_loc(p, &cur, lval) ? LOCATION : KW_LOC; goto done; }
 	"trace" { tok = KW_TRACE; goto done; }
 	"name" { tok = KW_NAME; goto done; }
 	"doc" { tok = KW_DOC; goto done; }
 	"meta" { tok = KW_META; goto done; }
 	"attrs" { tok = KW_ATTRS; goto done; }
 	"type" { tok = KW_TYPE; goto done; }
-	"f32" { lval->i = DT_F32; tok = DTYPE; goto done; }
-	"u8" { lval->i = DT_U8; tok = DTYPE; goto done; }
-	"i8" { lval->i = DT_I8; tok = DTYPE; goto done; }
-	"u16" { lval->i = DT_U16; tok = DTYPE; goto done; }
-	"i16" { lval->i = DT_I16; tok = DTYPE; goto done; }
-	"i32" { lval->i = DT_I32; tok = DTYPE; goto done; }
-	"i64" { lval->i = DT_I64; tok = DTYPE; goto done; }
-	"str" { lval->i = DT_STR; tok = DTYPE; goto done; }
-	"bool" { lval->i = DT_BOOL; tok = DTYPE; goto done; }
-	"f16" { lval->i = DT_F16; tok = DTYPE; goto done; }
-	"f64" { lval->i = DT_F64; tok = DTYPE; goto done; }
-	"u32" { lval->i = DT_U32; tok = DTYPE; goto done; }
-	"u64" { lval->i = DT_U64; tok = DTYPE; goto done; }
-	"c64" { lval->i = DT_C64; tok = DTYPE; goto done; }
-	"c128" { lval->i = DT_C128; tok = DTYPE; goto done; }
-	"bf16" { lval->i = DT_BF16; tok = DTYPE; goto done; }
-	"f8e4m3fn" { lval->i = DT_F8E4M3FN; tok = DTYPE; goto done; }
-	"f8e4m3fnuz" { lval->i = DT_F8E4M3FNUZ; tok = DTYPE; goto done; }
-	"f8e5m2" { lval->i = DT_F8E5M2; tok = DTYPE; goto done; }
-	"f8e5m2fnuz" { lval->i = DT_F8E5M2FNUZ; tok = DTYPE; goto done; }
-	"u4" { lval->i = DT_U4; tok = DTYPE; goto done; }
-	"i4" { lval->i = DT_I4; tok = DTYPE; goto done; }
-	"f4e2m1" { lval->i = DT_F4E2M1; tok = DTYPE; goto done; }
-	"f8e8m0" { lval->i = DT_F8E8M0; tok = DTYPE; goto done; }
-	ident { lval->sym = sym_intern(start, (size_t)(cur - start)); tok = IDENT; goto done; }
+	"f32" { lval->i = DT_F32; goto dtype; }
+	"u8" { lval->i = DT_U8; goto dtype; }
+	"i8" { lval->i = DT_I8; goto dtype; }
+	"u16" { lval->i = DT_U16; goto dtype; }
+	"i16" { lval->i = DT_I16; goto dtype; }
+	"i32" { lval->i = DT_I32; goto dtype; }
+	"i64" { lval->i = DT_I64; goto dtype; }
+	"str" { lval->i = DT_STR; goto dtype; }
+	"bool" { lval->i = DT_BOOL; goto dtype; }
+	"f16" { lval->i = DT_F16; goto dtype; }
+	"f64" { lval->i = DT_F64; goto dtype; }
+	"u32" { lval->i = DT_U32; goto dtype; }
+	"u64" { lval->i = DT_U64; goto dtype; }
+	"c64" { lval->i = DT_C64; goto dtype; }
+	"c128" { lval->i = DT_C128; goto dtype; }
+	"bf16" { lval->i = DT_BF16; goto dtype; }
+	"f8e4m3fn" { lval->i = DT_F8E4M3FN; goto dtype; }
+	"f8e4m3fnuz" { lval->i = DT_F8E4M3FNUZ; goto dtype; }
+	"f8e5m2" { lval->i = DT_F8E5M2; goto dtype; }
+	"f8e5m2fnuz" { lval->i = DT_F8E5M2FNUZ; goto dtype; }
+	"u4" { lval->i = DT_U4; goto dtype; }
+	"i4" { lval->i = DT_I4; goto dtype; }
+	"f4e2m1" { lval->i = DT_F4E2M1; goto dtype; }
+	"f8e8m0" { lval->i = DT_F8E8M0; goto dtype; }
+	ident { lval->sym = sym_intern(start, (size_t)(cur - start)); tok = IDENT; goto assign; }
 	* {
 		unsigned char c = (unsigned char)*start;
 		if (c == 0)
@@ -352,6 +549,17 @@ loop:
 		goto loop;
 	}
 	*/
+dtype:
+	tok = *cur == '[' && p->fast && fast_type(p, start, &cur, lval) ? TTYPE : DTYPE;
+	goto done;
+assign:         /* `%name =` is a DEF, `ident =` a KWARG; `==` is not `=` */
+	{
+		const char *e = blanks(cur);
+		if (*e == '=' && e[1] != '=' && p->fast) {
+			cur = e + 1;
+			tok = tok == VALNAME ? DEF : KWARG;
+		}
+	}
 done:
 	l->cur = cur;
 	set_loc(p, lloc, start);

@@ -16,6 +16,8 @@
 
 int yyparse(P *p);
 
+int fxir_fast_lex = 1;
+
 /* ---- symbol table: the value bound to each name ----------------------
  * Names are interned, so the table is an array indexed by Sym, grown on
  * demand; scopes are an undo log.  A use or a definition costs no hashing. */
@@ -76,9 +78,8 @@ static void tab_reset(SymTab *t)
 typedef struct HcEntry { uint64_t h; const void *key; uint32_t len; void *val; } HcEntry;
 struct HashCons { HcEntry *e; uint32_t n, cap; };
 
-static void hc_grow(P *p)
+static void hc_grow(P *p, HashCons *hc)
 {
-	HashCons *hc = p->hc;
 	uint32_t cap = hc->cap ? hc->cap * 2 : 1024;
 	HcEntry *e = ARENA_ARRAY(&p->pa, HcEntry, cap);
 	for (uint32_t i = 0; i < hc->cap; i++) {
@@ -93,28 +94,53 @@ static void hc_grow(P *p)
 	hc->cap = cap;
 }
 
-/* The value stored under key, or NULL; *slot receives where to put it. */
-static void *hc_find(P *p, const void *key, uint32_t len, HcEntry **slot)
+/* The entry holding key, or the empty one where it goes (key NULL; fill it
+ * with hc_put before the next lookup in the same table). */
+static HcEntry *hc_slot(P *p, HashCons *hc, const void *key, uint32_t len)
 {
-	HashCons *hc = p->hc;
 	if ((hc->n + 1) * 2 > hc->cap)
-		hc_grow(p);
+		hc_grow(p, hc);
 	uint64_t h = hash_mem(key, len);
 	uint32_t j = (uint32_t)h & (hc->cap - 1);
 	for (; hc->e[j].key; j = (j + 1) & (hc->cap - 1))
 		if (hc->e[j].h == h && hc->e[j].len == len && memcmp(hc->e[j].key, key, len) == 0)
-			return hc->e[j].val;
+			return &hc->e[j];
 	hc->e[j].h = h;
 	hc->e[j].len = len;
-	*slot = &hc->e[j];
-	return NULL;
+	return &hc->e[j];
 }
 
-static void hc_put(P *p, HcEntry *slot, const void *key, void *val)
+static void hc_put(P *p, HashCons *hc, HcEntry *slot, const void *key, void *val)
 {
 	slot->key = arena_dup(&p->pa, key, slot->len);
 	slot->val = val;
-	p->hc->n++;
+	hc->n++;
+}
+
+/* The one shared copy of len bytes at val, in the module's arena. */
+static void *hc_share(P *p, const void *val, uint32_t len)
+{
+	HcEntry *e = hc_slot(p, p->hc, val, len);
+	if (!e->key)
+		hc_put(p, p->hc, e, val, arena_dup(p->a, val, len));
+	return e->val;
+}
+
+/* The lexer's fast paths remember what each spelling they read built, so a
+ * type or scope seen before costs one lookup.  The slot is NULL the first
+ * time; the caller stores what it builds there, or leaves it NULL. */
+void **b_memo(P *p, const char *text, uint32_t n)
+{
+	HcEntry *e = hc_slot(p, p->memo, text, n);
+	if (!e->key)
+		hc_put(p, p->memo, e, text, NULL);
+	return &e->val;
+}
+
+/* A scope list as nodes keep it: one shared copy in the module's arena. */
+ScopeEntry *b_scope_shared(P *p, const ScopeEntry *v, uint32_t n)
+{
+	return hc_share(p, v, (uint32_t)(n * sizeof *v));
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -290,7 +316,7 @@ Graph *b_subgraph_end(P *p)
 {
 	Graph *g = p->g;
 	Loc end = g->loc;
-	graph_finish(p, g, (YYLTYPE){ (int)end.line, (int)end.col, (int)end.line, (int)end.col });
+	graph_finish(p, g, (YYLTYPE){ (int)end.line, (int)end.col });
 	tab_close(p->tab);
 	p->g = g->parent;
 	p->returned = 0;
@@ -378,10 +404,11 @@ void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l)
 	VEC_PUSH(&p->t, c->kw, ((Named){ kw, a }));
 }
 
-/* Nodes from one line of one module share a Prov: exported models repeat
- * the same scope and location on many nodes.  The trace text lives in the
- * interner, so equal traces are one pointer and the record compares as
- * bytes. */
+/* A node whose provenance is the same as the node before it shares that
+ * node's Prov: nodes from one line of one module come in runs.  (A table of
+ * every Prov seen would catch more, at a cache miss per node.)  The trace
+ * text lives in the interner, so equal traces are one pointer and the
+ * record compares as bytes. */
 static Prov *make_prov(P *p, Trailers *tr)
 {
 	if (!tr->has_prov)
@@ -396,29 +423,17 @@ static Prov *make_prov(P *p, Trailers *tr)
 		Sym t = sym_intern(tr->prov.trace.s, tr->prov.trace.n);
 		key.trace = (Str){ sym_str(t), tr->prov.trace.n };
 	}
-	if (key.nscope) {
-		size_t sz = key.nscope * sizeof(ScopeEntry);
-		HcEntry *slot;
-		key.scope = hc_find(p, tr->scope.v, (uint32_t)sz, &slot);
-		if (!key.scope) {
-			key.scope = arena_dup(p->a, tr->scope.v, sz);
-			hc_put(p, slot, tr->scope.v, key.scope);
-		}
-	}
-	Prov *pv;
+	if (key.nscope)
+		key.scope = tr->scope_shared ? tr->scope.v : b_scope_shared(p, tr->scope.v, key.nscope);
 	if (tr->meta.n) {       /* rare: not shared */
-		pv = arena_dup(p->a, &key, sizeof key);
+		Prov *pv = arena_dup(p->a, &key, sizeof key);
 		pv->meta = meta_copy(p, &tr->meta);
 		pv->nmeta = tr->meta.n;
 		return pv;
 	}
-	HcEntry *slot;
-	pv = hc_find(p, &key, sizeof key, &slot);
-	if (!pv) {
-		pv = arena_dup(p->a, &key, sizeof key);
-		hc_put(p, slot, &key, pv);
-	}
-	return pv;
+	if (!p->last_prov || memcmp(p->last_prov, &key, sizeof key) != 0)
+		p->last_prov = arena_dup(p->a, &key, sizeof key);
+	return p->last_prov;
 }
 
 void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col)
@@ -662,14 +677,12 @@ static Type *type_shared(P *p, int kind, int64_t dt, int32_t rank, const Dim *di
 	key[0] = kind, key[1] = dt, key[2] = rank, key[3] = (int64_t)(intptr_t)elem;
 	for (uint32_t i = 0; i < nd; i++)
 		key[4 + 2 * i] = dims[i].v, key[5 + 2 * i] = dims[i].sym;
-	HcEntry *slot;
 	uint32_t len = (uint32_t)((4 + 2 * nd) * sizeof key[0]);
-	Type *t = hc_find(p, key, len, &slot);
-	if (t)
-		return t;
-	t = kind == TY_TENSOR ? type_tensor(p->a, (DType)dt, rank, dims) : type_wrap(p->a, (TypeKind)kind, elem);
-	hc_put(p, slot, key, t);
-	return t;
+	HcEntry *e = hc_slot(p, p->hc, key, len);
+	if (!e->key)
+		hc_put(p, p->hc, e, key, kind == TY_TENSOR ? type_tensor(p->a, (DType)dt, rank, dims)
+							 : type_wrap(p->a, (TypeKind)kind, elem));
+	return e->val;
 }
 
 Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked)
@@ -744,7 +757,7 @@ Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t f
 {
 	P p = { 0 };
 	SymTab tab = { 0 };
-	HashCons hc = { 0 };
+	HashCons hc = { 0 }, memo = { 0 };
 	char *copy = NULL;
 	if (text[len] != 0) {   /* the lexer needs a NUL sentinel at the end */
 		copy = malloc(len + 1);
@@ -761,7 +774,9 @@ Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t f
 	p.a = &p.m->arena;
 	p.tab = &tab;
 	p.hc = &hc;
+	p.memo = &memo;
 	p.opsets = &p.m->opsets;
+	p.fast = fxir_fast_lex;
 	p.lex = (Lexer){ .cur = text, .lim = text + len, .bol = text, .line = first_line };
 	int rc = yyparse(&p);
 	free(copy);

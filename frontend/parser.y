@@ -16,6 +16,11 @@ typedef VEC(Dim) DimVec;
 typedef VEC(Sym) SymVec;
 typedef VEC(ScopeEntry) ScopeVec;
 typedef VEC(MetaProp) MetaVec;
+/* Where a token or rule starts: all the parser keeps of a location.  An
+ * empty rule starts where the symbol before it does. */
+typedef struct SrcPos { int first_line, first_column; } SrcPos;
+#define YYLLOC_DEFAULT(Cur, Rhs, N) ((Cur) = (N) ? YYRHSLOC(Rhs, 1) : YYRHSLOC(Rhs, 0))
+typedef struct LocTok { Sym file; uint32_t line, col; } LocTok;
 typedef struct Call { OpName op; ArgVec pos; NamedVec kw; } Call;
 typedef struct Trailers {
 	Prov prov;
@@ -23,6 +28,7 @@ typedef struct Trailers {
 	Sym node_name;
 	Str doc;
 	ScopeVec scope;
+	int scope_shared;           /* scope.v is already the shared copy */
 	MetaVec meta;
 } Trailers;
 
@@ -40,8 +46,15 @@ typedef struct P {
 	Arena t;                    /* scratch: one top-level statement's pieces */
 	Arena pa;                   /* parse-lifetime tables */
 	HashCons *hc;               /* shared types and provenance */
+	HashCons *memo;             /* fast-path results by spelling (b_memo) */
+	Prov *last_prov;            /* the last node's, shared by the next if equal */
+	Str last_scope;             /* the last scope(...) read by the fast path */
+	ScopeVec *last_scopes;      /*   and what it built */
+	Str last_file;              /* the last loc(...) file read by the fast path */
+	Sym last_file_sym;          /*   and its interned name */
 	Sym file;
 	Lexer lex;
+	int fast;                   /* fxir_fast_lex when the parse began */
 	int skipping, skip_depth;
 	Graph *g;                   /* graph being parsed */
 	Func *func;                 /* function being parsed, if any */
@@ -102,10 +115,13 @@ Dim b_dim_str(Str s);
 TypeVec *b_types(P *p, TypeVec *v, Type *t);
 SymVec *b_syms(P *p, SymVec *v, Sym s);
 Call *b_call_new(P *p);
+void **b_memo(P *p, const char *text, uint32_t n);
+ScopeEntry *b_scope_shared(P *p, const ScopeEntry *v, uint32_t n);
 }
 
 %define api.pure full
 %define parse.error detailed
+%define api.location.type {SrcPos}
 %locations
 %lex-param {P *p}
 %parse-param {P *p}
@@ -130,10 +146,14 @@ Call *b_call_new(P *p);
 	Graph *graph;
 	Func *func;
 	Decomp *decomp;
+	LocTok loc;
 }
 
 %token <sym> VALNAME "value name" SYMNAME "@name" PARAMNAME "$name" IDENT "identifier"
 %token <op> OPNAME "op name"
+/* Fused by the lexer: `%name =` (not ==), `ident =`, and `op::name(`. */
+%token <sym> DEF "definition" KWARG "keyword argument"
+%token <op> CALL "call"
 %token <i> INT "integer" DTYPE "dtype"
 %token <f> FLOAT "float"
 %token <str> STRING "string" HEXSTR "hex string"
@@ -143,15 +163,20 @@ Call *b_call_new(P *p);
 %token KW_TRUE "true" KW_FALSE "false" KW_TENSOR "tensor" KW_SEQ "seq" KW_OPT "opt"
 %token KW_SCOPE "scope" KW_LOC "loc" KW_TRACE "trace" KW_NAME "name" KW_DOC "doc"
 %token KW_META "meta" KW_ATTRS "attrs" KW_TYPE "type"
+/* One-token forms of common constructs, read by the lexer's fast paths. */
+%token <type> TTYPE "tensor type"
+%token <scopes> SCOPE "scope(...)"
+%token <loc> LOCATION "loc(...)"
 %token ARROW "->" EQEQ "==" NEQ "!=" UNDERSCORE "_"
 
-%type <arg> value literal tdata
+%type <arg> value literal lit tdata
 %type <args> values
-%type <type> type
+%type <type> type stype
 %type <types> otypes
 %type <dims> dims
-%type <syms> results retvals idents
+%type <syms> results defs retvals idents
 %type <call> call args
+%type <op> opopen
 %type <tr> trailers
 %type <meta> kvs
 %type <scopes> scopes
@@ -214,9 +239,11 @@ outsig_opt
 
 /* `type | '?'` spelled out in both rules, again to save a reduction. */
 otypes
-	: type                              { $$ = b_types(p, NULL, $1); }
+	: TTYPE                             { $$ = b_types(p, NULL, $1); }
+	| stype                             { $$ = b_types(p, NULL, $1); }
 	| '?'                               { $$ = b_types(p, NULL, NULL); }
-	| otypes ',' type                   { $$ = b_types(p, $1, $3); }
+	| otypes ',' TTYPE                  { $$ = b_types(p, $1, $3); }
+	| otypes ',' stype                  { $$ = b_types(p, $1, $3); }
 	| otypes ',' '?'                    { $$ = b_types(p, $1, NULL); }
 	;
 
@@ -227,6 +254,13 @@ gtrailers
 	;
 
 type
+	: TTYPE
+	| stype
+	;
+
+/* Every type but the one-token tensor type, which result types take
+ * directly (otypes) to save a reduction on every line. */
+stype
 	: DTYPE                             { $$ = b_tensor_type(p, $1, NULL, 0); }
 	| DTYPE '[' ']'                     { $$ = b_tensor_type(p, $1, NULL, 1); }
 	| DTYPE '[' dims ']'                { $$ = b_tensor_type(p, $1, $3, 1); }
@@ -259,6 +293,8 @@ stmt
 	| "opset" IDENT INT                      { b_opset(p, $2, $3, @$); }
 	| results '=' call trailers              { b_node(p, $1, $3, NULL, $4, @3, @1); }
 	| results '=' call ':' otypes trailers   { b_node(p, $1, $3, $5, $6, @3, @1); }
+	| defs call trailers                     { b_node(p, $1, $2, NULL, $3, @2, @1); }
+	| defs call ':' otypes trailers          { b_node(p, $1, $2, $4, $5, @2, @1); }
 	| call trailers                          { b_node(p, NULL, $1, NULL, $2, @1, @1); }
 	| call ':' otypes trailers               { b_node(p, NULL, $1, $3, $4, @1, @1); }
 	| "return" retvals                       { b_return(p, $2, @1); }
@@ -279,16 +315,31 @@ results
 	| results ',' "_"                   { $$ = $1; VEC_PUSH(&p->t, *$$, 0); }
 	;
 
+/* The last result and its `=` as one DEF token, the common case. */
+defs
+	: DEF                               { $$ = b_syms(p, NULL, $1); }
+	| results ',' DEF                   { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
+	;
+
 call
-	: OPNAME '(' ')'                    { $$ = b_call_new(p); $$->op = $1; }
+	: CALL ')'                          { $$ = b_call_new(p); $$->op = $1; }
+	| CALL args ')'                     { $$ = $2; $$->op = $1; }
+	| OPNAME '(' ')'                    { $$ = b_call_new(p); $$->op = $1; }
 	| OPNAME '(' args ')'               { $$ = $3; $$->op = $1; }
+	;
+
+opopen
+	: CALL
+	| OPNAME '('
 	;
 
 args
 	: value                             { $$ = b_call_new(p); b_call_arg(p, $$, 0, $1, @1); }
 	| kwname '=' value                  { $$ = b_call_new(p); b_call_arg(p, $$, $1, $3, @1); }
+	| KWARG value                       { $$ = b_call_new(p); b_call_arg(p, $$, $1, $2, @1); }
 	| args ',' value                    { $$ = $1; b_call_arg(p, $$, 0, $3, @3); }
 	| args ',' kwname '=' value         { $$ = $1; b_call_arg(p, $$, $3, $5, @3); }
+	| args ',' KWARG value              { $$ = $1; b_call_arg(p, $$, $3, $4, @3); }
 	;
 
 kwname
@@ -308,7 +359,10 @@ kwname
 trailers
 	: %empty                            { $$ = ARENA_NEW(&p->t, Trailers); }
 	| trailers "scope" '(' ')'          { $$ = $1; $$->has_prov = 1; }
-	| trailers "scope" '(' scopes ')'   { $$ = $1; $$->scope = *$4; $$->has_prov = 1; }
+	| trailers "scope" '(' scopes ')'   { $$ = $1; $$->scope = *$4; $$->scope_shared = 0; $$->has_prov = 1; }
+	| trailers SCOPE                    { $$ = $1; $$->scope = *$2; $$->scope_shared = 1; $$->has_prov = 1; }
+	| trailers LOCATION                 { $$ = $1; $$->prov.file = $2.file; $$->prov.line = $2.line;
+	                                      $$->prov.col = $2.col; $$->has_prov = 1; }
 	| trailers "loc" '(' STRING ':' INT ')'          { $$ = $1; b_trailer_loc(p, $$, $4, $6, 0); }
 	| trailers "loc" '(' STRING ':' INT ':' INT ')'  { $$ = $1; b_trailer_loc(p, $$, $4, $6, $8); }
 	| trailers "trace" '(' STRING ')'   { $$ = $1; $$->prov.trace = $4; $$->has_prov = 1; }
@@ -330,8 +384,12 @@ kvs
 	| kvs ',' STRING ':' STRING         { $$ = $1; VEC_PUSH(&p->t, *$$, ((MetaProp){ $3, $5 })); }
 	;
 
+/* Numbers are spelled out here as well as in literal, to spare a reduction
+ * on the most common literal arguments. */
 value
-	: literal
+	: INT                               { $$ = (Arg){ .kind = A_INT, .u.i = $1 }; }
+	| FLOAT                             { $$ = (Arg){ .kind = A_FLOAT, .u.f = $1 }; }
+	| lit
 	| VALNAME                           { $$ = b_value_ref(p, $1, @1); }
 	| PARAMNAME                         { $$ = b_param_ref(p, $1, @1); }
 	| SYMNAME                           { $$ = b_attr_ref(p, $1, @1); }
@@ -343,7 +401,11 @@ value
 literal
 	: INT                               { $$ = (Arg){ .kind = A_INT, .u.i = $1 }; }
 	| FLOAT                             { $$ = (Arg){ .kind = A_FLOAT, .u.f = $1 }; }
-	| "true"                            { $$ = (Arg){ .kind = A_BOOL, .u.i = 1 }; }
+	| lit
+	;
+
+lit
+	: "true"                            { $$ = (Arg){ .kind = A_BOOL, .u.i = 1 }; }
 	| "false"                           { $$ = (Arg){ .kind = A_BOOL, .u.i = 0 }; }
 	| "none"                            { $$ = (Arg){ .kind = A_NONE }; }
 	| STRING                            { $$ = (Arg){ .kind = A_STR, .u.s = $1 }; }
@@ -378,7 +440,7 @@ subname
 	;
 
 func_head
-	: "func" OPNAME <func>{ $$ = b_func_begin(p, $2, @2); } '(' params_opt ')' outsig_opt attrs_opt
+	: "func" opopen <func>{ $$ = b_func_begin(p, $2, @2); } params_opt ')' outsig_opt attrs_opt
 	                                    { $$ = $3; }
 	;
 
@@ -394,7 +456,7 @@ idents
 	;
 
 decomp_head
-	: "decomp" OPNAME <decomp>{ $$ = b_decomp_begin(p, $2, @2); } '(' dparams_opt ')' where_opt
+	: "decomp" opopen <decomp>{ $$ = b_decomp_begin(p, $2, @2); } dparams_opt ')' where_opt
 	                                    { $$ = $3; }
 	;
 
@@ -411,6 +473,7 @@ dparams
 dparam
 	: VALNAME                           { b_dparam(p, DP_TENSOR, $1, NULL, @1); }
 	| VALNAME '=' "none"                { Arg n = { .kind = A_NONE }; b_dparam(p, DP_TENSOR, $1, &n, @1); }
+	| DEF "none"                        { Arg n = { .kind = A_NONE }; b_dparam(p, DP_TENSOR, $1, &n, @1); }
 	| PARAMNAME                         { b_dparam(p, DP_LITERAL, $1, NULL, @1); }
 	| PARAMNAME '=' literal             { b_dparam(p, DP_LITERAL, $1, &$3, @1); }
 	;
