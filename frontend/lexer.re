@@ -175,8 +175,45 @@ static int lex_int(P *p, const char *s, const char *e, int64_t *out)
 	return 1;
 }
 
+/* Decimals like 0.5 or -1.25e-3 whose digits fit in 15 places, scaled by
+ * at most 10^22: the digits and the power of ten are exact doubles, so one
+ * multiplication or division gives the correctly rounded value, as strtod
+ * would. */
+static int small_decimal(const char *s, const char *e, double *out)
+{
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+					 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	int neg = *s == '-', digits = 0, scale = 0;
+	int64_t m = 0;
+	const char *c = s + neg;
+	for (; c < e && (unsigned char)*c - '0' < 10u; c++, digits++)
+		m = m * 10 + (*c - '0');
+	if (c < e && *c == '.')
+		for (c++; c < e && (unsigned char)*c - '0' < 10u; c++, digits++, scale--)
+			m = m * 10 + (*c - '0');
+	if (c < e) {            /* the exponent: [eE][+-]?digits */
+		int eneg = 0, x = 0;
+		c++;
+		if (*c == '+' || *c == '-')
+			eneg = *c++ == '-';
+		for (; c < e && x < 1000; c++)
+			x = x * 10 + (*c - '0');
+		if (c < e)
+			return 0;
+		scale += eneg ? -x : x;
+	}
+	if (digits > 15 || scale < -22 || scale > 22)
+		return 0;
+	double v = (double)m;
+	v = scale < 0 ? v / pow10[-scale] : v * pow10[scale];
+	*out = neg ? -v : v;
+	return 1;
+}
+
 static int lex_float(P *p, const char *s, const char *e, double *out)
 {
+	if (small_decimal(s, e, out))
+		return 1;
 	char tmp[512];
 	size_t n = (size_t)(e - s);
 	*out = 0;
@@ -278,6 +315,14 @@ static const char *plain_uint(const char *s, int64_t *out)
 	return s > b && s - b <= 18 ? s : NULL;
 }
 
+/* The text at `at` starts with `last`, the spelling of the previous
+ * construct of its kind: then it is that construct again, ending at the same
+ * offset, since a fast path's extent depends only on the bytes it read. */
+static int repeats(P *p, const char *at, Str last)
+{
+	return last.n && (size_t)(p->lex.lim - at) >= last.n && memcmp(at, last.s, last.n) == 0;
+}
+
 /* Characters a `[dims]` list may hold on the fast path. */
 static const unsigned char dims_char[256] = {
 	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
@@ -325,6 +370,11 @@ static int plain_dims(P *p, const char *s, DimVec *dims)
 /* `[dims]` right after a dtype (lval->i; the dtype's text starts at start). */
 static int fast_type(P *p, const char *start, const char **curp, YYSTYPE *lval)
 {
+	if (repeats(p, start, p->last_type)) {
+		lval->type = p->last_type_val;
+		*curp = start + p->last_type.n;
+		return 1;
+	}
 	const char *e = *curp + 1;
 	while (dims_char[(unsigned char)*e])
 		e++;
@@ -338,7 +388,8 @@ static int fast_type(P *p, const char *start, const char **curp, YYSTYPE *lval)
 			return 0;
 		*memo = b_tensor_type(p, lval->i, &dims, 1);
 	}
-	lval->type = *memo;
+	lval->type = p->last_type_val = *memo;
+	p->last_type = (Str){ start, (uint32_t)(e + 1 - start) };
 	*curp = e + 1;
 	return 1;
 }
@@ -349,6 +400,11 @@ static int fast_scope(P *p, const char **curp, YYSTYPE *lval)
 	Str str[64];
 	uint32_t n = 0;
 	const char *open = *curp, *s = blanks(open + 1);
+	if (repeats(p, open, p->last_scope)) {    /* a run of nodes from one module */
+		lval->scopes = p->last_scopes;
+		*curp = open + p->last_scope.n;
+		return 1;
+	}
 	if (*s != ')')
 		for (;;) {
 			if (n == 64 || !(s = plain_string(s, &str[n])))
@@ -365,10 +421,6 @@ static int fast_scope(P *p, const char **curp, YYSTYPE *lval)
 		}
 	uint32_t len = (uint32_t)(s + 1 - open);
 	*curp = s + 1;
-	if (len == p->last_scope.n && memcmp(open, p->last_scope.s, len) == 0) {
-		lval->scopes = p->last_scopes;  /* a run of nodes from one module */
-		return 1;
-	}
 	void **memo = b_memo(p, open, len);
 	if (!*memo) {
 		ScopeEntry e[32];

@@ -48,6 +48,8 @@ typedef struct P {
 	HashCons *hc;               /* shared types and provenance */
 	HashCons *memo;             /* fast-path results by spelling (b_memo) */
 	Prov *last_prov;            /* the last node's, shared by the next if equal */
+	Str last_type;              /* the last tensor type read by the fast path */
+	Type *last_type_val;        /*   and its Type */
 	Str last_scope;             /* the last scope(...) read by the fast path */
 	ScopeVec *last_scopes;      /*   and what it built */
 	Str last_file;              /* the last loc(...) file read by the fast path */

@@ -15,6 +15,38 @@ static Slot *slots;
 static uint32_t nslots;
 static Arena strings;
 
+static uint32_t load32(const unsigned char *b)
+{
+	uint32_t v;
+	memcpy(&v, b, 4);
+	return v;
+}
+
+/* The last n < 8 bytes as one word, without a byte loop: two overlapping
+ * 4-byte loads, or the first, middle and last byte.  Distinct tails of one
+ * length give distinct words (n is mixed into the hash separately). */
+static uint64_t tail_word(const unsigned char *b, size_t n)
+{
+	if (n >= 4)
+		return (uint64_t)load32(b) << 32 | load32(b + n - 4);
+	if (n)
+		return (uint64_t)b[0] << 16 | (uint64_t)b[n / 2] << 8 | b[n - 1];
+	return 0;
+}
+
+/* n bytes at a and b are equal; short names without a call to memcmp. */
+static int same_bytes(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	if (n >= 16)
+		return memcmp(a, b, n) == 0;
+	if (n >= 8) {
+		uint64_t x, y, u, v;
+		memcpy(&x, a, 8), memcpy(&y, b, 8), memcpy(&u, a + n - 8, 8), memcpy(&v, b + n - 8, 8);
+		return x == y && u == v;
+	}
+	return tail_word(a, n) == tail_word(b, n);
+}
+
 /* Eight bytes a step: a multiply and a rotate per word, a final mix so
  * the low bits (the table index) depend on every byte. */
 uint64_t hash_mem(const void *p, size_t n)
@@ -26,9 +58,7 @@ uint64_t hash_mem(const void *p, size_t n)
 		h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
 		h = (h << 31) | (h >> 33);
 	}
-	w = 0;
-	for (size_t i = 0; i < n; i++)  /* a byte loop: memcpy of n < 8 is a call */
-		w |= (uint64_t)b[i] << (8 * i);
+	w = tail_word(b, n);
 	h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
@@ -67,7 +97,7 @@ Sym sym_intern(const char *s, size_t n)
 		if (slots[h].hash != full)
 			continue;
 		Entry *e = &tab[slots[h].sym];
-		if (e->n == n && memcmp(e->s, s, n) == 0)
+		if (e->n == n && same_bytes((const unsigned char *)e->s, (const unsigned char *)s, n))
 			return slots[h].sym;
 	}
 	if (ntab >= captab) {
