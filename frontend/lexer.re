@@ -186,11 +186,13 @@ static int small_decimal(const char *s, const char *e, double *out)
 	int neg = *s == '-', digits = 0, scale = 0;
 	int64_t m = 0;
 	const char *c = s + neg;
-	for (; c < e && (unsigned char)*c - '0' < 10u; c++, digits++)
+	for (; c < e && (unsigned char)*c - '0' < 10u && digits < 16; c++, digits++)
 		m = m * 10 + (*c - '0');
 	if (c < e && *c == '.')
-		for (c++; c < e && (unsigned char)*c - '0' < 10u; c++, digits++, scale--)
+		for (c++; c < e && (unsigned char)*c - '0' < 10u && digits < 16; c++, digits++, scale--)
 			m = m * 10 + (*c - '0');
+	if (digits > 15)        /* more digits than a double holds exactly */
+		return 0;
 	if (c < e) {            /* the exponent: [eE][+-]?digits */
 		int eneg = 0, x = 0;
 		c++;
@@ -202,7 +204,7 @@ static int small_decimal(const char *s, const char *e, double *out)
 			return 0;
 		scale += eneg ? -x : x;
 	}
-	if (digits > 15 || scale < -22 || scale > 22)
+	if (scale < -22 || scale > 22)
 		return 0;
 	double v = (double)m;
 	v = scale < 0 ? v / pow10[-scale] : v * pow10[scale];
