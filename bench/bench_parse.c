@@ -1,6 +1,6 @@
 /* bench_parse.c - parse, verify and print speed on a generated graph.
  *
- *   onnxc-bench [NODES] [REPEATS] [--plain]
+ *   onnxc-bench [NODES [REPEATS]] [--plain] [--no-fast-lex]
  *
  * Generates a straight-line graph of NODES ATen/ONNX nodes (default
  * 100000) with types and provenance like an exported model's, then times
@@ -57,11 +57,22 @@ static double median(double *v, int n)
 
 int main(int argc, char **argv)
 {
-	long nodes = argc > 1 ? atol(argv[1]) : 100000;
-	int reps = argc > 2 ? atoi(argv[2]) : 5;
-	int plain = argc > 3 && strcmp(argv[3], "--plain") == 0;
-	if (nodes < 1 || reps < 1 || reps > 1000) {
-		fprintf(stderr, "usage: onnxc-bench [NODES] [REPEATS] [--plain]\n");
+	long nodes = 100000;
+	int reps = 5, plain = 0, npos = 0, bad = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--plain") == 0)
+			plain = 1;
+		else if (strcmp(argv[i], "--no-fast-lex") == 0)
+			fxir_fast_lex = 0;
+		else if (argv[i][0] != '-' && npos == 0)
+			nodes = atol(argv[i]), npos++;
+		else if (argv[i][0] != '-' && npos == 1)
+			reps = atoi(argv[i]), npos++;
+		else
+			bad = 1;
+	}
+	if (bad || nodes < 1 || reps < 1 || reps > 1000) {
+		fprintf(stderr, "usage: onnxc-bench [NODES [REPEATS]] [--plain] [--no-fast-lex]\n");
 		return 2;
 	}
 	size_t len;
@@ -92,7 +103,8 @@ int main(int argc, char **argv)
 	double p = median(tp, reps), v = median(tv, reps), o = median(to, reps), best = pv[0];
 	for (int r = 1; r < reps; r++)
 		best = pv[r] < best ? pv[r] : best;
-	printf("nodes            %ld%s\n", nodes, plain ? " (no provenance trailers)" : " (with scope and loc on each)");
+	printf("nodes            %ld%s%s\n", nodes, plain ? " (no provenance trailers)" : " (with scope and loc on each)",
+	       fxir_fast_lex ? "" : ", read token by token");
 	printf("input            %.1f MB\n", (double)len / 1e6);
 	printf("parse   median   %8.1f ms  %10.0f nodes/s\n", p * 1e3, (double)nodes / p);
 	printf("verify  median   %8.1f ms  %10.0f nodes/s\n", v * 1e3, (double)nodes / v);

@@ -74,7 +74,7 @@ static void tab_reset(SymTab *t)
 	t->pending.n = 0;
 }
 
-/* ---- hash-consing: one copy of each type and provenance record --------- */
+/* ---- hash-consing: one copy of each type and scope list ---------------- */
 typedef struct HcEntry { uint64_t h; const void *key; uint32_t len; void *val; } HcEntry;
 struct HashCons { HcEntry *e; uint32_t n, cap; };
 

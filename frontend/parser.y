@@ -45,7 +45,7 @@ typedef struct P {
 	Arena *a;                   /* the module's arena: what the IR keeps */
 	Arena t;                    /* scratch: one top-level statement's pieces */
 	Arena pa;                   /* parse-lifetime tables */
-	HashCons *hc;               /* shared types and provenance */
+	HashCons *hc;               /* shared types and scope lists */
 	HashCons *memo;             /* fast-path results by spelling (b_memo) */
 	Prov *last_prov;            /* the last node's, shared by the next if equal */
 	Str last_type;              /* the last tensor type read by the fast path */
