@@ -171,7 +171,7 @@ ScopeEntry *b_scope_shared(P *p, const ScopeEntry *v, uint32_t n);
 %token <loc> LOCATION "loc(...)"
 %token ARROW "->" EQEQ "==" NEQ "!=" UNDERSCORE "_"
 
-%type <arg> value literal lit tdata
+%type <arg> value xvalue literal lit tdata
 %type <args> values
 %type <type> type stype
 %type <types> otypes
@@ -335,13 +335,19 @@ opopen
 	| OPNAME '('
 	;
 
+/* A value name is spelled out beside xvalue, here and in lists, to spare
+ * a reduction on the most common argument. */
 args
-	: value                             { $$ = b_call_new(p); b_call_arg(p, $$, 0, $1, @1); }
+	: VALNAME                           { $$ = b_call_new(p); b_call_arg(p, $$, 0, b_value_ref(p, $1, @1), @1); }
+	| xvalue                            { $$ = b_call_new(p); b_call_arg(p, $$, 0, $1, @1); }
 	| kwname '=' value                  { $$ = b_call_new(p); b_call_arg(p, $$, $1, $3, @1); }
-	| KWARG value                       { $$ = b_call_new(p); b_call_arg(p, $$, $1, $2, @1); }
-	| args ',' value                    { $$ = $1; b_call_arg(p, $$, 0, $3, @3); }
+	| KWARG VALNAME                     { $$ = b_call_new(p); b_call_arg(p, $$, $1, b_value_ref(p, $2, @2), @1); }
+	| KWARG xvalue                      { $$ = b_call_new(p); b_call_arg(p, $$, $1, $2, @1); }
+	| args ',' VALNAME                  { $$ = $1; b_call_arg(p, $$, 0, b_value_ref(p, $3, @3), @3); }
+	| args ',' xvalue                   { $$ = $1; b_call_arg(p, $$, 0, $3, @3); }
 	| args ',' kwname '=' value         { $$ = $1; b_call_arg(p, $$, $3, $5, @3); }
-	| args ',' KWARG value              { $$ = $1; b_call_arg(p, $$, $3, $4, @3); }
+	| args ',' KWARG VALNAME            { $$ = $1; b_call_arg(p, $$, $3, b_value_ref(p, $4, @4), @3); }
+	| args ',' KWARG xvalue             { $$ = $1; b_call_arg(p, $$, $3, $4, @3); }
 	;
 
 kwname
@@ -386,13 +392,17 @@ kvs
 	| kvs ',' STRING ':' STRING         { $$ = $1; VEC_PUSH(&p->t, *$$, ((MetaProp){ $3, $5 })); }
 	;
 
-/* Numbers are spelled out here as well as in literal, to spare a reduction
- * on the most common literal arguments. */
 value
+	: VALNAME                           { $$ = b_value_ref(p, $1, @1); }
+	| xvalue
+	;
+
+/* Every value but a value name.  Numbers are spelled out here as well as
+ * in literal, to spare a reduction on the most common literal arguments. */
+xvalue
 	: INT                               { $$ = (Arg){ .kind = A_INT, .u.i = $1 }; }
 	| FLOAT                             { $$ = (Arg){ .kind = A_FLOAT, .u.f = $1 }; }
 	| lit
-	| VALNAME                           { $$ = b_value_ref(p, $1, @1); }
 	| PARAMNAME                         { $$ = b_param_ref(p, $1, @1); }
 	| SYMNAME                           { $$ = b_attr_ref(p, $1, @1); }
 	| "tensor" '(' type ',' tdata ')'   { $$ = b_tensor(p, $3, &$5, @3, @5); }
@@ -422,8 +432,10 @@ lit
 	;
 
 values
-	: value                             { $$ = ARENA_NEW(&p->t, ArgVec); VEC_PUSH(&p->t, *$$, $1); }
-	| values ',' value                  { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
+	: VALNAME                           { $$ = ARENA_NEW(&p->t, ArgVec); VEC_PUSH(&p->t, *$$, b_value_ref(p, $1, @1)); }
+	| xvalue                            { $$ = ARENA_NEW(&p->t, ArgVec); VEC_PUSH(&p->t, *$$, $1); }
+	| values ',' VALNAME                { $$ = $1; VEC_PUSH(&p->t, *$$, b_value_ref(p, $3, @3)); }
+	| values ',' xvalue                 { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
 	;
 
 tdata
