@@ -51,6 +51,13 @@ static void print_str(FILE *f, const char *s, size_t n)
 	const unsigned char *u = (const unsigned char *)s, *end = u + n;
 	fputc('"', f);
 	while (u < end) {
+		const unsigned char *run = u;   /* printable ASCII goes out in one write */
+		while (u < end && *u >= 0x20 && *u < 0x7f && *u != '"' && *u != '\\')
+			u++;
+		if (u > run)
+			fwrite(run, 1, (size_t)(u - run), f);
+		if (u >= end)
+			break;
 		unsigned c = *u;
 		size_t k = c >= 0x80 ? utf8_len(u, end) : 1;
 		if (c == '"' || c == '\\')
@@ -105,6 +112,47 @@ static int is_ident(const char *s)
 	return !is_keyword(s);
 }
 
+/* What is_ident and the value-name test said of each Sym, so a name
+ * printed on every line is classified once: bit 0 set when known, bit 1
+ * the answer; bits 2 and 3 the same for value names, 4 and 5 for keyword
+ * argument names. */
+static uint8_t *sym_class;
+static uint32_t nsym_class;
+
+static int sym_test(Sym s, int shift, int (*test)(const char *))
+{
+	if (s >= nsym_class) {
+		uint32_t n = nsym_class ? nsym_class : 1024;
+		while (n <= s)
+			n *= 2;
+		uint8_t *c = realloc(sym_class, n);
+		if (!c)
+			return test(sym_str(s));
+		memset(c + nsym_class, 0, n - nsym_class);
+		sym_class = c;
+		nsym_class = n;
+	}
+	uint8_t k = (uint8_t)(sym_class[s] >> shift);
+	if (!(k & 1)) {
+		k = (uint8_t)(1 | (test(sym_str(s)) ? 2 : 0));
+		sym_class[s] |= (uint8_t)(k << shift);
+	}
+	return k >> 1 & 1;
+}
+
+static int sym_is_ident(Sym s) { return sym_test(s, 0, is_ident); }
+
+/* A value name the lexer reads after % without quotes. */
+static int is_plain_value_name(const char *n)
+{
+	if (!*n)
+		return 0;
+	for (const char *c = n; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.'))
+			return 0;
+	return 1;
+}
+
 /* A keyword-argument name the parser reads bare: an identifier, or one of
  * the keywords the grammar allows there (parser.y, kwname). */
 static int is_kwname(const char *s)
@@ -118,30 +166,25 @@ static int is_kwname(const char *s)
 
 static void print_sym_name(FILE *f, char sigil, Sym s)
 {
-	const char *n = sym_str(s);
 	fputc(sigil, f);
-	if (is_ident(n))
-		fputs(n, f);
+	if (sym_is_ident(s))
+		fwrite(sym_str(s), 1, sym_len(s), f);
 	else
-		print_str(f, n, sym_len(s));
+		print_str(f, sym_str(s), sym_len(s));
 }
 
 void print_value_name(FILE *out, const Module *m, ValueId v)
 {
 	Sym s = m->vals.v[v].name;
-	const char *n = sym_str(s);
-	int plain = *n != 0;
-	for (const char *c = n; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.'))
-			plain = 0;
-	if (!s)
+	if (!s) {
 		fprintf(out, "%%\"$%u\"", v);
-	else if (plain)
-		fprintf(out, "%%%s", n);
-	else {
-		fputc('%', out);
-		print_str(out, n, sym_len(s));
+		return;
 	}
+	fputc('%', out);
+	if (sym_test(s, 2, is_plain_value_name))
+		fwrite(sym_str(s), 1, sym_len(s), out);
+	else
+		print_str(out, sym_str(s), sym_len(s));
 }
 
 /* The shortest %g form that reads back as the same double; always looks
@@ -170,8 +213,8 @@ static void print_double(FILE *f, double x)
 static void print_dim(FILE *f, Dim d)
 {
 	if (d.sym) {
-		if (is_ident(sym_str(d.sym)))
-			fputs(sym_str(d.sym), f);
+		if (sym_is_ident(d.sym))
+			fwrite(sym_str(d.sym), 1, sym_len(d.sym), f);
 		else
 			print_str(f, sym_str(d.sym), sym_len(d.sym));
 	} else if (d.v >= 0)
@@ -317,7 +360,7 @@ static void print_arg(Pr *p, const Arg *a)
 	case A_BOOL: fputs(a->u.i ? "true" : "false", f); break;
 	case A_STR: print_str(f, a->u.s.s, a->u.s.n); break;
 	case A_IDENT:
-		if (is_ident(sym_str(a->u.sym)))
+		if (sym_is_ident(a->u.sym))
 			fputs(sym_str(a->u.sym), f);
 		else
 			print_str(f, sym_str(a->u.sym), sym_len(a->u.sym));
@@ -414,7 +457,10 @@ static void print_node(Pr *p, const Node *n)
 	}
 	if (n->nres)
 		fputs(" = ", f);
-	fprintf(f, "%s::%s(", sym_str(n->domain), sym_str(n->name));
+	fwrite(sym_str(n->domain), 1, sym_len(n->domain), f);
+	fputs("::", f);
+	fwrite(sym_str(n->name), 1, sym_len(n->name), f);
+	fputc('(', f);
 	for (uint32_t i = 0; i < n->nargs; i++) {
 		if (i)
 			fputs(", ", f);
@@ -423,7 +469,7 @@ static void print_node(Pr *p, const Node *n)
 	for (uint32_t i = 0; i < n->nkw; i++) {
 		if (i || n->nargs)
 			fputs(", ", f);
-		if (is_kwname(sym_str(n->kw[i].name)))
+		if (sym_test(n->kw[i].name, 4, is_kwname))
 			fputs(sym_str(n->kw[i].name), f);
 		else
 			print_str(f, sym_str(n->kw[i].name), sym_len(n->kw[i].name));
