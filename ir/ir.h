@@ -23,6 +23,57 @@
 #define ONNXC_ASSERT(c) ((c) ? (void)0 : ONNXC_BUG("assertion failed: %s", #c))
 _Noreturn void onnxc_bug(const char *file, int line, const char *fmt, ...);
 
+/* ---- status: one failure convention ------------------------------------- */
+/* Every pass and every fallible helper returns a Status.  FAILED means a
+ * diagnostic has been reported through diag (the caller adds nothing and
+ * stops); OK means nothing went wrong.  Lookups that may find nothing
+ * return a pointer (NULL) instead. */
+typedef enum { OK = 0, FAILED = 1 } Status;
+
+/* ---- xalloc.c: allocation that does not fail ----------------------------- */
+/* Out of memory is not an input error: it prints one line and exits 1.
+ * Sizes are checked for overflow (n * size). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);           /* zeroed; n may be 0 */
+void *xrealloc(void *p, size_t n);
+void *xreallocarray(void *p, size_t n, size_t size);
+char *xstrdup(const char *s);
+/* Grows a malloc'd vector {T *v; uint32_t n, cap;} by one slot (doubling). */
+#define XVEC_PUSH(vec, x) do { \
+	if ((vec).n == (vec).cap) { \
+		(vec).cap = (vec).cap ? (vec).cap * 2 : 16; \
+		(vec).v = xreallocarray((vec).v, (vec).cap, sizeof *(vec).v); \
+	} \
+	(vec).v[(vec).n++] = (x); } while (0)
+
+/* ---- hashmap.c: one hash map ---------------------------------------------- */
+/* Open addressing, linear probing, power-of-two capacity, load <= 1/2.
+ * Entries are nonzero uintptr_t items (a pointer, or a small integer such
+ * as a Sym) stored with their 64-bit hash.  Equality is the caller's: `eq`
+ * compares a stored item with the key being looked up; NULL compares the
+ * item with (uintptr_t)key.  Items are never removed (passes build a map,
+ * use it and free it). */
+typedef int (*HashEq)(uintptr_t item, const void *key);
+typedef struct HashMap {
+	uintptr_t *item;
+	uint64_t *hash;
+	uint32_t n, cap;
+} HashMap;
+
+void hashmap_free(HashMap *h);
+/* The item equal to key, or 0. */
+uintptr_t hashmap_get(const HashMap *h, uint64_t hash, HashEq eq, const void *key);
+/* The item equal to key if there is one; else adds `item` and returns it. */
+uintptr_t hashmap_intern(HashMap *h, uint64_t hash, HashEq eq, const void *key, uintptr_t item);
+/* A 64-bit mix of an integer key (Syms, ValueIds, pointers). */
+static inline uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
 /* ---- arena.c: bump allocation, zeroed ------------------------------------ */
 typedef struct ArenaChunk ArenaChunk;
 typedef struct Arena {

@@ -43,14 +43,6 @@ struct DecompLib {
 	uint32_t nmods;
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		ONNXC_BUG("out of memory");
-	return p;
-}
-
 /* ---- the table ----------------------------------------------------------- */
 DecompTable *decomp_table_new(void)
 {
@@ -174,14 +166,6 @@ const DecompEntry *decomp_table_find(const DecompTable *t, Sym domain, Sym name,
 }
 
 /* ---- the library ---------------------------------------------------------- */
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s);
-	if (!d)
-		ONNXC_BUG("out of memory");
-	return d;
-}
-
 DecompLib *decomp_lib_new(const char *dir, const char *const *files, int nfiles)
 {
 	DecompLib *lib = xrealloc(NULL, sizeof *lib);

@@ -61,14 +61,6 @@ static int is_aten_domain(Sym d)
 	return d == dom_aten() || d == op;
 }
 
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n ? n : 1, sz);
-	if (!p)
-		ONNXC_BUG("out of memory");
-	return p;
-}
-
 static const char *opname(const Node *n, char *buf, size_t sz)
 {
 	snprintf(buf, sz, "%s::%s", sym_str(n->domain), sym_str(n->name));
