@@ -963,7 +963,7 @@ int onnx_build(Module *m, const OnnxWriteOptions *opt, int with_data, OnnxBuilt 
 {
 	*out = (OnnxBuilt){ 0 };
 	W w = { .m = m, .opt = opt, .a = &out->arena, .out = out, .with_data = with_data,
-		.s_onnx = dom_onnx() };
+		.s_onnx = S_onnx };
 	if (m->graphs.n == 0) {
 		diag_error(file_loc(sym_str(m->file)), "the module has no graph to write");
 		return 1;

@@ -237,10 +237,10 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		double t0 = now();
-		int rc = p->run(m, &po);
+		Status st = p->run(m, &po);
 		if (o->time_passes)
 			fprintf(stderr, "onnxc: pass %-14s %9.3f ms\n", p->name, (now() - t0) * 1e3);
-		if (rc != 0 || diag_error_count())
+		if (st != OK || diag_error_count())
 			return 1;
 		if (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))
 			dump(m, "After", p->name);
@@ -265,9 +265,7 @@ static const char *default_output(const Opts *o)
 	const char *dot = strrchr(base, '.');
 	if (dot && dot != base)
 		n = (size_t)(dot - base);
-	char *out = malloc(n + 6);
-	if (!out)
-		ONNXC_BUG("out of memory");
+	char *out = xmalloc(n + 6);
 	memcpy(out, base, n);
 	strcpy(out + n, ".onnx");
 	return out;
@@ -504,7 +502,7 @@ int main(int argc, char **argv)
 	const char *ps = o.passes ? o.passes : pipeline_for_level(o.level), *bad;
 	size_t badlen;
 	Pipeline pl;
-	if (!pipeline_parse(ps, &pl, &bad, &badlen)) {
+	if (pipeline_parse(ps, &pl, &bad, &badlen) != OK) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "unknown pass '%.*s' (see -list-passes)", (int)badlen, bad);
 		usage_error("%s", msg);

@@ -593,7 +593,7 @@ static int import_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a
 
 static Sym map_domain(const char *d)
 {
-	return !d || !d[0] || !strcmp(d, "ai.onnx") ? dom_onnx() : sym_cstr(d);
+	return !d || !d[0] || !strcmp(d, "ai.onnx") ? S_onnx : sym_cstr(d);
 }
 
 static Sym op_name(const char *op, const char *overload)

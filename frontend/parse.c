@@ -451,7 +451,7 @@ void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l,
 		return;
 	uint32_t nres = res ? res->n : 0;
 	Loc loc = b_loc(p, l);
-	if (c->op.dom == dom_onnx() && op_lookup(c->op.dom, c->op.name) == OP_GENERIC)
+	if (c->op.dom == S_onnx && op_lookup(c->op.dom, c->op.name) == OP_GENERIC)
 		diag_error(loc, "unknown ONNX operator '%s'", sym_str(c->op.name));
 	if (types && types->n != nres)
 		diag_error(b_loc(p, l), "%u result type%s given for %u result%s", types->n,
@@ -511,7 +511,7 @@ Func *b_func_begin(P *p, OpName op, YYLTYPE l)
 	f->domain = op.dom;
 	f->name = op.name;
 	f->loc = b_loc(p, l);
-	if (op.dom == dom_onnx() || op.dom == dom_aten())
+	if (op.dom == S_onnx || op.dom == S_aten)
 		diag_error(f->loc, "a function may not be defined in domain '%s'", sym_str(op.dom));
 	for (uint32_t i = 0; i < p->m->funcs.n; i++) {
 		Func *o = p->m->funcs.v[i];

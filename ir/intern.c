@@ -70,9 +70,7 @@ static uint32_t hash(const char *s, size_t n) { return (uint32_t)hash_mem(s, n);
 static void rehash(void)
 {
 	uint32_t n = nslots ? nslots * 2 : 1024;
-	Slot *ns = calloc(n, sizeof *ns);
-	if (!ns)
-		ONNXC_BUG("out of memory");
+	Slot *ns = xcalloc(n, sizeof *ns);
 	for (uint32_t i = 0; i < nslots; i++) {
 		if (!slots[i].sym)
 			continue;
@@ -86,10 +84,27 @@ static void rehash(void)
 	nslots = n;
 }
 
+static const char *const fixed[] = {
+#define SYM(id, text) text,
+#include "syms.def"
+#undef SYM
+};
+
+/* The fixed names go first, in syms.def order, so S_<id> is their Sym;
+ * the op registry's names follow. */
+static void seed(void)
+{
+	ntab = 1;
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		if (sym_cstr(fixed[i]) != i + 1)
+			ONNXC_BUG("syms.def lists \"%s\" twice", fixed[i]);
+	op_registry_init();
+}
+
 Sym sym_intern(const char *s, size_t n)
 {
 	if (ntab == 0)
-		ntab = 1;
+		seed();
 	if ((ntab + 1) * 2 > nslots)
 		rehash();
 	uint32_t full = hash(s, n), h = full & (nslots - 1);
@@ -102,9 +117,7 @@ Sym sym_intern(const char *s, size_t n)
 	}
 	if (ntab >= captab) {
 		captab = captab ? captab * 2 : 1024;
-		tab = realloc(tab, captab * sizeof *tab);
-		if (!tab)
-			ONNXC_BUG("out of memory");
+		tab = xreallocarray(tab, captab, sizeof *tab);
 	}
 	tab[ntab] = (Entry){ arena_strndup(&strings, s, n), n };
 	slots[h] = (Slot){ ntab, full };
@@ -113,6 +126,17 @@ Sym sym_intern(const char *s, size_t n)
 
 Sym sym_cstr(const char *s) { return sym_intern(s, strlen(s)); }
 
-const char *sym_str(Sym s) { return s && s < ntab ? tab[s].s : ""; }
+/* A fixed Sym may be printed before anything was interned. */
+const char *sym_str(Sym s)
+{
+	if (ntab == 0 && s)
+		seed();
+	return s && s < ntab ? tab[s].s : "";
+}
 
-size_t sym_len(Sym s) { return s && s < ntab ? tab[s].n : 0; }
+size_t sym_len(Sym s)
+{
+	if (ntab == 0 && s)
+		seed();
+	return s && s < ntab ? tab[s].n : 0;
+}

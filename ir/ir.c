@@ -5,70 +5,38 @@
 
 Module *module_new(Sym name)
 {
-	Module *m = calloc(1, sizeof *m);
-	if (!m)
-		ONNXC_BUG("out of memory");
+	Module *m = xcalloc(1, sizeof *m);
 	m->name = name;
 	value_new(m, 0, NULL, VK_NODE);     /* VNONE */
 	return m;
 }
 
-/* An open-addressing set of Syms; the module's value names. */
-struct NameSet { Sym *slot; uint32_t n, cap; };
+/* The module's value names: a set of Syms (items are the Syms themselves). */
+struct NameSet { HashMap map; };
 
-static void names_add(struct NameSet *ns, Sym s);
-
-static void names_grow(struct NameSet *ns)
-{
-	struct NameSet old = *ns;
-	ns->cap = old.cap ? old.cap * 2 : 1024;
-	ns->slot = calloc(ns->cap, sizeof *ns->slot);
-	if (!ns->slot)
-		ONNXC_BUG("out of memory");
-	ns->n = 0;
-	for (uint32_t i = 0; i < old.cap; i++)
-		if (old.slot[i])
-			names_add(ns, old.slot[i]);
-	free(old.slot);
-}
-
-/* Returns through the set; adding a present name is a no-op. */
 static int names_has(const struct NameSet *ns, Sym s)
 {
-	for (uint32_t h = (s * 2654435761u) & (ns->cap - 1); ns->slot[h]; h = (h + 1) & (ns->cap - 1))
-		if (ns->slot[h] == s)
-			return 1;
-	return 0;
+	return hashmap_get(&ns->map, hash_u64(s), NULL, (const void *)(uintptr_t)s) != 0;
 }
 
 static void names_add(struct NameSet *ns, Sym s)
 {
-	if (!s)
-		return;
-	if ((ns->n + 1) * 2 > ns->cap)
-		names_grow(ns);
-	uint32_t h = (s * 2654435761u) & (ns->cap - 1);
-	for (; ns->slot[h]; h = (h + 1) & (ns->cap - 1))
-		if (ns->slot[h] == s)
-			return;
-	ns->slot[h] = s;
-	ns->n++;
+	if (s)
+		hashmap_intern(&ns->map, hash_u64(s), NULL, (const void *)(uintptr_t)s, s);
 }
 
 Sym value_fresh_name(Module *m, Sym base)
 {
 	if (!m->names) {
-		m->names = calloc(1, sizeof *m->names);
-		if (!m->names)
-			ONNXC_BUG("out of memory");
-		names_grow(m->names);
+		m->names = xcalloc(1, sizeof *m->names);
 		for (uint32_t i = 1; i < m->vals.n; i++)
 			names_add(m->names, m->vals.v[i].name);
 	}
-	Sym s = base ? base : sym_cstr("v");
+	base = base ? base : S_v;
+	Sym s = base;
 	char buf[512];
 	for (uint32_t k = 1; names_has(m->names, s); k++) {
-		snprintf(buf, sizeof buf, "%.400s_%u", sym_str(base ? base : sym_cstr("v")), k);
+		snprintf(buf, sizeof buf, "%.400s_%u", sym_str(base), k);
 		s = sym_cstr(buf);
 	}
 	names_add(m->names, s);
@@ -80,7 +48,7 @@ void module_free(Module *m)
 	if (!m)
 		return;
 	if (m->names)
-		free(m->names->slot);
+		hashmap_free(&m->names->map);
 	free(m->names);
 	free(m->vals.v);
 	arena_free(&m->arena);
@@ -105,10 +73,7 @@ ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind)
 	 * realloc'd, not in the arena, so growth leaves no dead copies. */
 	if (m->vals.n == m->vals.cap) {
 		uint32_t cap = m->vals.cap ? m->vals.cap * 2 : 256;
-		Value *nv = realloc(m->vals.v, cap * sizeof *nv);
-		if (!nv)
-			ONNXC_BUG("out of memory");
-		m->vals.v = nv;
+		m->vals.v = xreallocarray(m->vals.v, cap, sizeof *m->vals.v);
 		m->vals.cap = cap;
 	}
 	m->vals.v[m->vals.n++] = v;
@@ -130,6 +95,11 @@ Node *node_new(Module *m, Sym domain, Sym name, uint32_t nres, uint32_t nargs, u
 	n->args = nargs ? ARENA_ARRAY(&m->arena, Arg, nargs) : NULL;
 	n->kw = nkw ? ARENA_ARRAY(&m->arena, Named, nkw) : NULL;
 	return n;
+}
+
+Node *node_new_op(Module *m, OpId op, uint32_t nres, uint32_t nargs, uint32_t nkw)
+{
+	return node_new(m, op_domain(op), op_name_of(op), nres, nargs, nkw);
 }
 
 void node_append(Graph *g, Node *n)
@@ -219,11 +189,10 @@ int node_has_subgraph(const Node *n)
 	return 0;
 }
 
-const Named *node_kw(const Node *n, const char *name)
+const Named *node_kw(const Node *n, Sym name)
 {
-	Sym s = sym_cstr(name);
 	for (uint32_t i = 0; i < n->nkw; i++)
-		if (n->kw[i].name == s)
+		if (n->kw[i].name == name)
 			return &n->kw[i];
 	return NULL;
 }
@@ -303,68 +272,18 @@ uint64_t arg_hash(const Arg *a)
 	}
 }
 
-static void replace_in_arg(Arg *a, ValueId from, ValueId to);
-static void replace_in_graph(Graph *g, ValueId from, ValueId to);
+static void mark(ValueId v, void *ctx) { ((uint8_t *)ctx)[v] = 1; }
 
-static void replace_in_arg(Arg *a, ValueId from, ValueId to)
+static Status mark_outputs(const GraphVisit *v, void *is_out)
 {
-	if (a->kind == A_VALUE && a->u.v == from)
-		a->u.v = to;
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			replace_in_arg(&a->u.list[i], from, to);
-	else if (a->kind == A_GRAPH)
-		replace_in_graph(a->u.g, from, to);
+	for (uint32_t i = 0; i < v->g->nout; i++)
+		mark(v->g->out[i], is_out);
+	return OK;
 }
 
-static void replace_in_graph(Graph *g, ValueId from, ValueId to)
+uint8_t *module_output_marks(Module *m)
 {
-	for (Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs; i++)
-			replace_in_arg(&n->args[i], from, to);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			replace_in_arg(&n->kw[i].val, from, to);
-	}
-	for (uint32_t i = 0; i < g->nout; i++)
-		if (g->out[i] == from)
-			g->out[i] = to;
-}
-
-void graph_replace_uses(Graph *g, ValueId from, ValueId to)
-{
-	replace_in_graph(g, from, to);
-}
-
-static void mark_outputs(uint8_t *is_out, const Graph *g);
-
-static void mark_arg_outputs(uint8_t *is_out, const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		mark_outputs(is_out, a->u.g);
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		mark_arg_outputs(is_out, &a->u.list[i]);
-}
-
-static void mark_outputs(uint8_t *is_out, const Graph *g)
-{
-	for (uint32_t i = 0; i < g->nout; i++)
-		is_out[g->out[i]] = 1;
-	for (const Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs; i++)
-			mark_arg_outputs(is_out, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			mark_arg_outputs(is_out, &n->kw[i].val);
-	}
-}
-
-uint8_t *module_output_marks(const Module *m)
-{
-	uint8_t *is_out = calloc(m->vals.n, 1);
-	if (!is_out)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		mark_outputs(is_out, m->graphs.v[i]);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		mark_outputs(is_out, m->funcs.v[i]->body);
+	uint8_t *is_out = xcalloc(m->vals.n, 1);
+	module_walk(m, WALK_PROGRAM, mark_outputs, is_out);
 	return is_out;
 }

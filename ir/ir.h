@@ -101,6 +101,15 @@ void *arena_grow(Arena *a, void *p, uint32_t *cap, uint32_t need, size_t sz);
 
 /* ---- intern.c: process-wide interned names ------------------------------- */
 typedef uint32_t Sym;           /* 0 is "no name" */
+/* The fixed names of syms.def: S_onnx, S_value, ...  They are the first
+ * Syms interned, in that order, so each S_ constant is its Sym. */
+enum {
+	S_NONE_ = 0,
+#define SYM(id, text) S_##id,
+#include "syms.def"
+#undef SYM
+	S_COUNT_
+};
 Sym sym_intern(const char *s, size_t n);
 Sym sym_cstr(const char *s);
 const char *sym_str(Sym s);     /* "" for 0 */
@@ -220,9 +229,11 @@ typedef struct OpInfo {
 extern const OpInfo op_info[OP_COUNT];
 /* Domains are spelled as in the text: "onnx" (ONNX's "" / "ai.onnx"),
  * "aten", "com.microsoft", ... */
-Sym dom_onnx(void);
-Sym dom_aten(void);
 OpId op_lookup(Sym domain, Sym name);
+Sym op_domain(OpId op);                 /* S_onnx or S_aten */
+Sym op_name_of(OpId op);                 /* its name without the domain */
+/* Called once by intern.c, right after syms.def: interns every op name. */
+void op_registry_init(void);
 
 /* ---- arguments and attributes -------------------------------------------- */
 typedef uint32_t ValueId;       /* index into Module.vals; 0 is "no value" */
@@ -397,6 +408,8 @@ ValueId value_new(Module *m, Sym name, Type *type, ValueKind kind);
 Sym value_fresh_name(Module *m, Sym base);
 static inline Value *val(Module *m, ValueId id) { return &m->vals.v[id]; }
 Node *node_new(Module *m, Sym domain, Sym name, uint32_t nres, uint32_t nargs, uint32_t nkw);
+/* A node of a registry op, named from ops.def. */
+Node *node_new_op(Module *m, OpId op, uint32_t nres, uint32_t nargs, uint32_t nkw);
 void node_append(Graph *g, Node *n);
 void node_insert_before(Graph *g, Node *before, Node *n);
 void node_remove(Graph *g, Node *n);
@@ -417,12 +430,82 @@ Arg arg_copy(Arena *a, const Arg *src);
  * tensors by bytes, graphs by identity.  arg_hash agrees with it. */
 int arg_identical(const Arg *a, const Arg *b);
 uint64_t arg_hash(const Arg *a);
-const Named *node_kw(const Node *n, const char *name);
-/* Replace every use of `from` by `to` in g and its subgraphs. Linear in g. */
-void graph_replace_uses(Graph *g, ValueId from, ValueId to);
+const Named *node_kw(const Node *n, Sym name);
 /* A calloc'd array by ValueId: 1 for every value that is an output of a
  * graph, a function or a subgraph (names a pass must keep). */
-uint8_t *module_output_marks(const Module *m);
+uint8_t *module_output_marks(Module *m);
+
+/* ---- walk.c: every graph of a module, in one defined order ---------------- */
+/* What module_walk visits: top-level graphs (graphs.v[0] first), local
+ * function bodies, decomposition bodies; each followed by the subgraphs
+ * its nodes hold (graph-valued attributes, at any depth). */
+enum { WALK_GRAPHS = 1, WALK_FUNCS = 2, WALK_DECOMPS = 4,
+       WALK_PROGRAM = WALK_GRAPHS | WALK_FUNCS,     /* what the output holds */
+       WALK_ALL = WALK_PROGRAM | WALK_DECOMPS };
+
+typedef struct GraphVisit {
+	Graph *g;
+	Graph *parent;              /* the enclosing graph; NULL at the top */
+	Node *owner;                /* the node whose attribute holds g; NULL at the top */
+	Func *func;                 /* the function g is (in) the body of, or NULL */
+	Decomp *decomp;             /* the decomposition g is (in) the body of, or NULL */
+	uint32_t depth;             /* 0 at the top */
+} GraphVisit;
+
+/* Returning FAILED stops the walk, which returns FAILED. */
+typedef Status (*GraphFn)(const GraphVisit *v, void *ctx);
+
+/* Pre-order and depth-first: a graph is visited before its subgraphs, and
+ * they follow in node order (positional arguments before attributes, list
+ * elements in order).  A graph's subgraphs are collected after f returns
+ * for it, so f may add, remove or rewrite nodes of the graph it is given:
+ * the subgraphs of a removed node are not visited, those of a new node
+ * are.  The walk keeps its own stack: nesting depth costs no C stack. */
+Status module_walk(Module *m, unsigned what, GraphFn f, void *ctx);
+/* The same for g and the subgraphs inside it (g is visited at depth 0). */
+Status graph_walk(Graph *g, GraphFn f, void *ctx);
+/* Calls f for each subgraph held by n's arguments and attributes, in the
+ * walk's order (not deeper: a subgraph's own subgraphs are not included). */
+void node_each_subgraph(const Node *n, void (*f)(Graph *g, void *ctx), void *ctx);
+
+/* ---- rewrite.c: replacing values, matching patterns ---------------------- */
+/* A replacement table by ValueId.  A pass records `from reads as to` and
+ * applies the table to each node as its walk reaches it; since uses follow
+ * definitions, one walk rewrites every use without searching for any
+ * (subgraphs included: they are visited after their enclosing graph).
+ * Chains resolve (a -> b -> c reads c). */
+typedef struct Rewriter {
+	ValueId *to;                /* by ValueId; VNONE: itself */
+	uint32_t cap;
+} Rewriter;
+
+void rw_free(Rewriter *rw);
+void rw_set(Rewriter *rw, ValueId from, ValueId to);
+ValueId rw_get(const Rewriter *rw, ValueId v);
+/* Rewrites the values n reads (arguments and attributes, lists included;
+ * not inside its subgraphs); returns how many changed. */
+uint32_t rw_apply(const Rewriter *rw, Node *n);
+/* The same for g's outputs. */
+void rw_apply_outputs(const Rewriter *rw, Graph *g);
+
+/* Use counts by ValueId over every graph the walk reaches in `what`:
+ * operands, attributes, subgraph captures and graph outputs.  calloc'd. */
+uint32_t *module_use_counts(Module *m, unsigned what);
+
+/* Pattern helpers for rewrites (docs/passes.md has a worked example).
+ * Each returns NULL / 0 when the pattern does not match. */
+Node *def_of(const Module *m, ValueId v);        /* v's defining node */
+/* v is result 0 of an op-`op` node in its registry domain: that node. */
+Node *match_op(const Module *m, ValueId v, OpId op);
+/* Operand i of n (a value, not none) is made by op: that node. */
+Node *match_operand(const Module *m, const Node *n, uint32_t i, OpId op);
+ValueId operand(const Node *n, uint32_t i);     /* VNONE unless a value */
+/* A constant tensor: a `const` value or an onnx::Constant's `value`. */
+const Tensor *const_tensor(const Module *m, ValueId v);
+/* v is a constant whose every element equals x (numerically). */
+int match_const(const Module *m, ValueId v, double x);
+/* v has exactly one use (counts from module_use_counts). */
+static inline int one_use(const uint32_t *uses, ValueId v) { return uses[v] == 1; }
 
 Type *type_tensor(Arena *a, DType dt, int32_t rank, const Dim *dims);
 Type *type_wrap(Arena *a, TypeKind k, Type *elem);

@@ -100,39 +100,41 @@ const OpInfo op_info[OP_COUNT] = {
 #include "ops.def"
 };
 
-static Sym s_onnx, s_aten;
-Sym dom_onnx(void) { return s_onnx ? s_onnx : (s_onnx = sym_cstr("onnx")); }
-Sym dom_aten(void) { return s_aten ? s_aten : (s_aten = sym_cstr("aten")); }
+/* Op names are interned right after syms.def (op_registry_init), so
+ * every registry name is a Sym below op_sym_end and op_lookup indexes an
+ * array by name: one load, no hashing.  A name may belong to an ONNX op
+ * and an ATen op at once; each domain has its own slot. */
+static Sym op_sym[OP_COUNT];
+static Sym op_sym_end;
+static OpId *by_name[2];            /* [0] onnx, [1] aten; by Sym */
 
-/* Sym -> OpId, built on first use.  Indexed by Sym modulo a power of two;
- * collisions chain linearly.  Keys pair the domain with the name. */
-enum { OPMAP = 4096 };
-static struct { Sym dom, name; OpId op; } opmap[OPMAP];
-static int opmap_ready;
-
-static uint32_t opslot(Sym dom, Sym name) { return (name * 2654435761u + dom) & (OPMAP - 1); }
-
-static void opmap_build(void)
+void op_registry_init(void)
 {
 	for (int i = 1; i < OP_COUNT; i++) {
-		Sym dom = op_info[i].dom == DOM_ONNX ? dom_onnx() : dom_aten();
-		Sym name = sym_cstr(op_info[i].name);
-		uint32_t h = opslot(dom, name);
-		while (opmap[h].name)
-			h = (h + 1) & (OPMAP - 1);
-		opmap[h].dom = dom;
-		opmap[h].name = name;
-		opmap[h].op = (OpId)i;
+		op_sym[i] = sym_cstr(op_info[i].name);
+		if (op_sym[i] >= op_sym_end)
+			op_sym_end = op_sym[i] + 1;
 	}
-	opmap_ready = 1;
+	by_name[0] = xcalloc(op_sym_end, sizeof(OpId));
+	by_name[1] = xcalloc(op_sym_end, sizeof(OpId));
+	for (int i = 1; i < OP_COUNT; i++)
+		by_name[op_info[i].dom == DOM_ATEN][op_sym[i]] = (OpId)i;
+}
+
+Sym op_domain(OpId op) { return op_info[op].dom == DOM_ONNX ? S_onnx : S_aten; }
+
+Sym op_name_of(OpId op)
+{
+	if (!op_sym_end)
+		(void)sym_str(S_onnx);      /* interning seeds the registry */
+	return op_sym[op];
 }
 
 OpId op_lookup(Sym domain, Sym name)
 {
-	if (!opmap_ready)
-		opmap_build();
-	for (uint32_t h = opslot(domain, name); opmap[h].name; h = (h + 1) & (OPMAP - 1))
-		if (opmap[h].dom == domain && opmap[h].name == name)
-			return opmap[h].op;
-	return OP_GENERIC;
+	if (!op_sym_end)
+		(void)sym_str(S_onnx);
+	if (name >= op_sym_end || (domain != S_onnx && domain != S_aten))
+		return OP_GENERIC;
+	return by_name[domain == S_aten][name];
 }

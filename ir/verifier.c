@@ -152,7 +152,7 @@ static void verify_node(Vf *v, Node *n)
 	for (uint32_t i = 0; i < n->nkw; i++)
 		visit_subgraphs(v, &n->kw[i].val);
 	check_arity(v, n);
-	if (n->domain == dom_onnx())
+	if (n->domain == S_onnx)
 		check_onnx_operands(v, n);
 	if (node_has_flag(n, OPF_SAMETYPE))
 		check_sametype(v, n);

@@ -3,9 +3,10 @@
  * Two nodes are the same computation when they call the same op with
  * identical arguments and attributes (arg_identical, after the merges made
  * so far); the later one's results are then read from the earlier one.
- * Each graph is walked once, in order, with a hash table of the nodes kept
- * so far; a replacement table by ValueId rewrites every use as the walk
- * reaches it, so no use is ever searched for: linear time.
+ * Each graph is walked once, in order, with a hash map of the nodes kept
+ * so far; the replacement table (Rewriter) rewrites every use as the walk
+ * reaches it, subgraphs included, so no use is ever searched for: linear
+ * time.
  *
  * Not merged: nodes with side effects or in-place semantics, ops outside
  * the registry in domains other than onnx (they may have effects), nodes
@@ -19,30 +20,15 @@
 
 typedef struct Cse {
 	Module *m;
-	ValueId *repl;              /* by ValueId: what to read instead (VNONE: itself) */
+	Rewriter rw;                /* what to read instead */
 	uint8_t *is_out;            /* by ValueId: a graph or function output */
 } Cse;
-
-typedef struct Table { Node **slot; uint64_t *hash; uint32_t n, cap; } Table;
-
-static void cse_graph(Cse *c, Graph *g);
-
-static void rewrite(Cse *c, Arg *a)
-{
-	if (a->kind == A_VALUE && c->repl[a->u.v])
-		a->u.v = c->repl[a->u.v];
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			rewrite(c, &a->u.list[i]);
-	else if (a->kind == A_GRAPH)
-		cse_graph(c, a->u.g);
-}
 
 static int mergeable(const Cse *c, const Node *n)
 {
 	if (n->nres == 0 || node_has_flag(n, OPF_SIDE_EFFECT | OPF_INPLACE))
 		return 0;
-	if (n->op == OP_GENERIC && n->domain != dom_onnx())
+	if (n->op == OP_GENERIC && n->domain != S_onnx)
 		return 0;
 	for (uint32_t i = 0; i < n->nres; i++)
 		if (n->res[i] && c->is_out[n->res[i]])
@@ -60,8 +46,10 @@ static uint64_t node_hash(const Node *n)
 	return h;
 }
 
-static int same_node(const Node *a, const Node *b)
+/* A node kept in the table (item) computes what n (key) does. */
+static int same_node(uintptr_t item, const void *key)
 {
+	const Node *a = (const Node *)item, *b = key;
 	if (a->domain != b->domain || a->name != b->name || a->nres != b->nres || a->nargs != b->nargs ||
 	    a->nkw != b->nkw)
 		return 0;
@@ -77,68 +65,33 @@ static int same_node(const Node *a, const Node *b)
 	return 1;
 }
 
-/* Returns the earlier node that computes the same as n, or adds n. */
-static Node *table_find_or_add(Table *t, Node *n)
+static Status cse_graph(const GraphVisit *v, void *ctx)
 {
-	if ((t->n + 1) * 2 > t->cap) {
-		Table old = *t;
-		t->cap = old.cap ? old.cap * 2 : 256;
-		t->slot = calloc(t->cap, sizeof *t->slot);
-		t->hash = calloc(t->cap, sizeof *t->hash);
-		if (!t->slot || !t->hash)
-			ONNXC_BUG("out of memory");
-		t->n = 0;
-		for (uint32_t i = 0; i < old.cap; i++)
-			if (old.slot[i])
-				table_find_or_add(t, old.slot[i]);
-		free(old.slot);
-		free(old.hash);
-	}
-	uint64_t h = node_hash(n);
-	uint32_t i = (uint32_t)h & (t->cap - 1);
-	for (; t->slot[i]; i = (i + 1) & (t->cap - 1))
-		if (t->hash[i] == h && same_node(t->slot[i], n))
-			return t->slot[i];
-	t->slot[i] = n;
-	t->hash[i] = h;
-	t->n++;
-	return n;
-}
-
-static void cse_graph(Cse *c, Graph *g)
-{
-	Table t = { 0 };
-	for (Node *n = g->first, *next; n; n = next) {
+	Cse *c = ctx;
+	HashMap seen = { 0 };
+	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
-		for (uint32_t i = 0; i < n->nargs; i++)
-			rewrite(c, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			rewrite(c, &n->kw[i].val);
+		rw_apply(&c->rw, n);
 		if (!mergeable(c, n))
 			continue;
-		Node *first = table_find_or_add(&t, n);
+		Node *first = (Node *)hashmap_intern(&seen, node_hash(n), same_node, n, (uintptr_t)n);
 		if (first == n)
 			continue;
 		for (uint32_t i = 0; i < n->nres; i++)
 			if (n->res[i])
-				c->repl[n->res[i]] = first->res[i];
-		node_remove(g, n);
+				rw_set(&c->rw, n->res[i], first->res[i]);
+		node_remove(v->g, n);
 	}
-	free(t.slot);
-	free(t.hash);
+	hashmap_free(&seen);
+	return OK;
 }
 
-int pass_cse(Module *m, const PassOptions *opt)
+Status pass_cse(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Cse c = { m, calloc(m->vals.n, sizeof(ValueId)), module_output_marks(m) };
-	if (!c.repl)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		cse_graph(&c, m->graphs.v[i]);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		cse_graph(&c, m->funcs.v[i]->body);
-	free(c.repl);
+	Cse c = { m, { 0 }, module_output_marks(m) };
+	module_walk(m, WALK_PROGRAM, cse_graph, &c);
+	rw_free(&c.rw);
 	free(c.is_out);
-	return 0;
+	return OK;
 }

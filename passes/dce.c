@@ -11,43 +11,25 @@
 
 typedef struct Dce { Module *m; uint32_t *uses; } Dce;
 
-static void count(ValueId v, void *ctx) { ((Dce *)ctx)->uses[v]++; }
 static void uncount(ValueId v, void *ctx) { ((Dce *)ctx)->uses[v]--; }
 
-static void count_graph(Dce *d, Graph *g, void (*f)(ValueId, void *));
-
-static void count_arg(Dce *d, const Arg *a, void (*f)(ValueId, void *))
+static Status uncount_graph(const GraphVisit *v, void *ctx)
 {
-	if (a->kind == A_GRAPH)
-		count_graph(d, a->u.g, f);
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			count_arg(d, &a->u.list[i], f);
-	else
-		arg_each_value(a, f, d);
+	for (const Node *n = v->g->first; n; n = n->next)
+		node_each_use(n, uncount, ctx);
+	for (uint32_t i = 0; i < v->g->nout; i++)
+		uncount(v->g->out[i], ctx);
+	return OK;
 }
 
-static void count_node(Dce *d, Node *n, void (*f)(ValueId, void *))
-{
-	for (uint32_t i = 0; i < n->nargs; i++)
-		count_arg(d, &n->args[i], f);
-	for (uint32_t i = 0; i < n->nkw; i++)
-		count_arg(d, &n->kw[i].val, f);
-}
-
-static void count_graph(Dce *d, Graph *g, void (*f)(ValueId, void *))
-{
-	for (Node *n = g->first; n; n = n->next)
-		count_node(d, n, f);
-	for (uint32_t i = 0; i < g->nout; i++)
-		f(g->out[i], d);
-}
+/* A removed node's subgraphs take their uses with them. */
+static void uncount_subgraph(Graph *g, void *ctx) { graph_walk(g, uncount_graph, ctx); }
 
 static int dead(Dce *d, const Node *n)
 {
 	if (n->nres == 0 || node_has_flag(n, OPF_SIDE_EFFECT | OPF_INPLACE))
 		return 0;
-	if (n->domain != dom_onnx() && n->op == OP_GENERIC)
+	if (n->domain != S_onnx && n->op == OP_GENERIC)
 		return 0;               /* unknown ops may have effects */
 	for (uint32_t i = 0; i < n->nres; i++)
 		if (n->res[i] && d->uses[n->res[i]])
@@ -55,66 +37,34 @@ static int dead(Dce *d, const Node *n)
 	return 1;
 }
 
-static void sweep(Dce *d, Graph *g)
+/* Unused params, buffers and constants go too.  The walk visits a graph
+ * before its subgraphs and only those of nodes still there, so a node
+ * removed here takes its subgraphs' uses with it before they are swept. */
+static Status sweep(const GraphVisit *v, void *ctx)
 {
+	Dce *d = ctx;
+	Graph *g = v->g;
 	for (Node *n = g->last, *prev; n; n = prev) {
 		prev = n->prev;
 		if (dead(d, n)) {
-			count_node(d, n, uncount);
+			node_each_use(n, uncount, d);
+			node_each_subgraph(n, uncount_subgraph, d);
 			node_remove(g, n);
 		}
 	}
-}
-
-static void sweep_all(Dce *d, Graph *g);
-
-static void sweep_arg(Dce *d, const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		sweep_all(d, a->u.g);
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			sweep_arg(d, &a->u.list[i]);
-}
-
-/* Unused params, buffers and constants go too. */
-static void sweep_inits(Dce *d, Graph *g)
-{
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < g->inits.n; i++)
 		if (d->uses[g->inits.v[i]])
 			g->inits.v[k++] = g->inits.v[i];
 	g->inits.n = k;
+	return OK;
 }
 
-/* Outer graph first: a node removed there takes its subgraphs' uses with
- * it; then each surviving node's subgraphs. */
-static void sweep_all(Dce *d, Graph *g)
-{
-	sweep(d, g);
-	sweep_inits(d, g);
-	for (Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs; i++)
-			sweep_arg(d, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			sweep_arg(d, &n->kw[i].val);
-	}
-}
-
-int pass_dce(Module *m, const PassOptions *opt)
+Status pass_dce(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Dce d = { m, calloc(m->vals.n, sizeof(uint32_t)) };
-	if (!d.uses)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		count_graph(&d, m->graphs.v[i], count);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		count_graph(&d, m->funcs.v[i]->body, count);
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		sweep_all(&d, m->graphs.v[i]);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		sweep_all(&d, m->funcs.v[i]->body);
+	Dce d = { m, module_use_counts(m, WALK_PROGRAM) };
+	module_walk(m, WALK_PROGRAM, sweep, &d);
 	free(d.uses);
-	return 0;
+	return OK;
 }

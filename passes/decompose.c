@@ -23,16 +23,15 @@
 
 enum { MAX_DEPTH = 48 };
 
-typedef struct Dx {
+typedef struct Decompose {
 	Module *m;
 	const PassOptions *opt;
 	DecompTable *own;           /* the module's own decompositions */
 	int64_t opset;
-	ValueId *subst;             /* call result -> the value replacing it */
-	const Node **sfrom;         /* the call that made the entry (provenance) */
-	uint32_t nsubst;
-	Sym s_opset, s_nresults, s_result, s_rank, s_swapped, s_neg_len, s_index_axis, s_contiguous_view, s_value;
-} Dx;
+	Rewriter subst;             /* call result -> the value replacing it */
+	const Node **sfrom;         /* the call that made an entry (provenance) */
+	uint32_t nsfrom;
+} Decompose;
 
 /* The arguments a call binds to one decomposition's parameters. */
 typedef struct Bound {
@@ -42,7 +41,7 @@ typedef struct Bound {
 } Bound;
 
 typedef struct Inst {
-	Dx *x;
+	Decompose *x;
 	const DecompEntry *e;
 	Node *call;
 	Bound *b;                   /* by parameter index */
@@ -55,10 +54,7 @@ typedef struct Inst {
 
 static int is_aten_domain(Sym d)
 {
-	static Sym op;
-	if (!op)
-		op = sym_cstr("_operator");
-	return d == dom_aten() || d == op;
+	return d == S_aten || d == S__operator;
 }
 
 static const char *opname(const Node *n, char *buf, size_t sz)
@@ -68,60 +64,30 @@ static const char *opname(const Node *n, char *buf, size_t sz)
 }
 
 /* ---- substitution of call results ------------------------------------------ */
-static ValueId sub(const Dx *x, ValueId v)
-{
-	while (v < x->nsubst && x->subst[v])
-		v = x->subst[v];
-	return v;
-}
+static ValueId sub(const Decompose *x, ValueId v) { return rw_get(&x->subst, v); }
 
-static void subst_set(Dx *x, ValueId from, ValueId to, const Node *call)
+static void subst_set(Decompose *x, ValueId from, ValueId to, const Node *call)
 {
-	if (from >= x->nsubst) {
+	rw_set(&x->subst, from, to);
+	if (from >= x->nsfrom) {
 		uint32_t n = x->m->vals.n + 64;
-		x->subst = realloc(x->subst, n * sizeof *x->subst);
-		x->sfrom = realloc(x->sfrom, n * sizeof *x->sfrom);
-		if (!x->subst || !x->sfrom)
-			ONNXC_BUG("out of memory");
-		memset(x->subst + x->nsubst, 0, (n - x->nsubst) * sizeof *x->subst);
-		x->nsubst = n;
+		x->sfrom = xreallocarray(x->sfrom, n, sizeof *x->sfrom);
+		x->nsfrom = n;
 	}
-	x->subst[from] = to;
 	x->sfrom[from] = call;
 }
 
-static int walk_graph(Dx *x, Graph *g);
-
-static int subst_arg(Dx *x, Arg *a)
+static void subst_node(Decompose *x, Node *n)
 {
-	if (a->kind == A_VALUE)
-		a->u.v = sub(x, a->u.v);
-	else if (a->kind == A_GRAPH)
-		return walk_graph(x, a->u.g);
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			if (subst_arg(x, &a->u.list[i]) < 0)
-				return -1;
-	return 0;
-}
-
-static int subst_node(Dx *x, Node *n)
-{
-	for (uint32_t i = 0; i < n->nargs; i++)
-		if (subst_arg(x, &n->args[i]) < 0)
-			return -1;
-	for (uint32_t i = 0; i < n->nkw; i++)
-		if (subst_arg(x, &n->kw[i].val) < 0)
-			return -1;
-	return 0;
+	rw_apply(&x->subst, n);
 }
 
 /* ---- matching ---------------------------------------------------------------- */
-static int is_builtin(const Dx *x, Sym s)
+static int is_builtin(Sym s)
 {
-	return s == x->s_opset || s == x->s_nresults || s == x->s_result || s == x->s_rank ||
-	       s == x->s_swapped || s == x->s_neg_len || s == x->s_index_axis ||
-	       s == x->s_contiguous_view;
+	return s == S_opset || s == S_nresults || s == S_result || s == S_rank ||
+	       s == S_swapped || s == S_neg_len || s == S_index_axis ||
+	       s == S_contiguous_view;
 }
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
@@ -203,11 +169,11 @@ static int find_param(const Decomp *d, Sym name)
 	return -1;
 }
 
-static int bind_positional(const Dx *x, const Decomp *d, const Node *call, Bound *b)
+static int bind_positional(const Decomp *d, const Node *call, Bound *b)
 {
 	uint32_t p = 0;
 	for (uint32_t i = 0; i < call->nargs; i++, p++) {
-		while (p < d->nparam && is_builtin(x, d->params[p].name))
+		while (p < d->nparam && is_builtin(d->params[p].name))
 			p++;
 		if (p == d->nparam)
 			return 0;
@@ -216,7 +182,7 @@ static int bind_positional(const Dx *x, const Decomp *d, const Node *call, Bound
 	}
 	for (uint32_t i = 0; i < call->nkw; i++) {
 		int k = find_param(d, call->kw[i].name);
-		if (k < 0 || b[k].set || is_builtin(x, call->kw[i].name))
+		if (k < 0 || b[k].set || is_builtin(call->kw[i].name))
 			return 0;
 		b[k].a = call->kw[i].val;
 		b[k].set = 1;
@@ -226,7 +192,7 @@ static int bind_positional(const Dx *x, const Decomp *d, const Node *call, Bound
 
 static Arg int_arg(int64_t v) { return (Arg){ .kind = A_INT, .u.i = v }; }
 
-static int call_rank(const Dx *x, const Node *call)
+static int call_rank(const Decompose *x, const Node *call)
 {
 	for (uint32_t i = 0; i < call->nargs; i++) {
 		const Arg *a = &call->args[i];
@@ -239,7 +205,7 @@ static int call_rank(const Dx *x, const Node *call)
 
 /* The identity permutation of the first tensor's rank with the call's first
  * two integer arguments exchanged (transpose.int); none if unknown. */
-static Arg swapped(const Dx *x, const Node *call)
+static Arg swapped(const Decompose *x, const Node *call)
 {
 	int64_t r = call_rank(x, call), d[2];
 	int k = 0;
@@ -294,7 +260,7 @@ static Arg index_axis(const Node *call)
  * strides) are the contiguous strides of the sizes (dims of size 1, whose
  * stride never matters, left out) and the first tensor's static shape has
  * as many elements: the call only reinterprets a contiguous tensor. */
-static Arg contiguous_view(const Dx *x, const Node *call)
+static Arg contiguous_view(const Decompose *x, const Node *call)
 {
 	const Arg *l[2] = { NULL, NULL };
 	const Type *t = NULL;
@@ -327,34 +293,34 @@ static Arg contiguous_view(const Dx *x, const Node *call)
 }
 
 /* The built-in literals, derived from the call and the target. */
-static Arg builtin(const Dx *x, const Node *call, Sym s)
+static Arg builtin(const Decompose *x, const Node *call, Sym s)
 {
 	int64_t r;
-	if (s == x->s_opset)
+	if (s == S_opset)
 		return int_arg(x->opset);
-	if (s == x->s_nresults)
+	if (s == S_nresults)
 		return int_arg(call->nres);
-	if (s == x->s_rank)
+	if (s == S_rank)
 		return (r = call_rank(x, call)) >= 0 ? int_arg(r) : (Arg){ .kind = A_NONE };
-	if (s == x->s_swapped)
+	if (s == S_swapped)
 		return swapped(x, call);
-	if (s == x->s_neg_len)
+	if (s == S_neg_len)
 		return neg_len(call);
-	if (s == x->s_index_axis)
+	if (s == S_index_axis)
 		return index_axis(call);
-	if (s == x->s_contiguous_view)
+	if (s == S_contiguous_view)
 		return contiguous_view(x, call);
 	return int_arg(0);          /* $result, set per copy */
 }
 
-static int bind(const Dx *x, const Decomp *d, const Node *call, Bound *b)
+static int bind(const Decompose *x, const Decomp *d, const Node *call, Bound *b)
 {
 	memset(b, 0, d->nparam * sizeof *b);
-	if (!bind_positional(x, d, call, b))
+	if (!bind_positional(d, call, b))
 		return 0;
 	for (uint32_t i = 0; i < d->nparam; i++) {
 		const DParam *p = &d->params[i];
-		if (is_builtin(x, p->name))
+		if (is_builtin(p->name))
 			b[i].a = builtin(x, call, p->name);
 		else if (!b[i].set && p->has_default)
 			b[i].a = p->deflt;
@@ -382,9 +348,9 @@ static Sym name_for(Inst *in, Sym what)
 }
 
 /* A node with the call's provenance, inserted before the call. */
-static Node *new_node(Inst *in, Sym dom, Sym name, uint32_t nres, uint32_t nargs, uint32_t nkw)
+static Node *new_node(Inst *in, OpId op, uint32_t nres, uint32_t nargs, uint32_t nkw)
 {
-	Node *n = node_new(in->x->m, dom, name, nres, nargs, nkw);
+	Node *n = node_new_op(in->x->m, op, nres, nargs, nkw);
 	n->prov = in->call->prov;
 	n->loc = in->call->loc;
 	node_insert_before(in->call->graph, in->call, n);
@@ -422,8 +388,8 @@ static ValueId make_const(Inst *in, DType dt, const Arg *elems, uint32_t n, int 
 			   a->kind == A_FLOAT ? 0 : a->u.i, a->kind != A_FLOAT);
 	}
 	t->data = data;
-	Node *c = new_node(in, dom_onnx(), sym_cstr("Constant"), 1, 0, 1);
-	c->kw[0] = (Named){ in->x->s_value, { .kind = A_TENSOR, .u.t = t } };
+	Node *c = new_node(in, OP_ONNX_Constant, 1, 0, 1);
+	c->kw[0] = (Named){ S_value, { .kind = A_TENSOR, .u.t = t } };
 	return new_result(in, c, 0, what, t->type);
 }
 
@@ -445,12 +411,12 @@ static ValueId reshape_to_1(Inst *in, ValueId v, ValueId *one)
 {
 	if (!*one) {
 		Arg e = int_arg(1);
-		*one = make_const(in, DT_I64, &e, 1, 0, sym_cstr("one"));
+		*one = make_const(in, DT_I64, &e, 1, 0, S_one);
 	}
-	Node *r = new_node(in, dom_onnx(), sym_cstr("Reshape"), 1, 2, 0);
+	Node *r = new_node(in, OP_ONNX_Reshape, 1, 2, 0);
 	r->args[0] = (Arg){ .kind = A_VALUE, .u.v = v };
 	r->args[1] = (Arg){ .kind = A_VALUE, .u.v = *one };
-	return new_result(in, r, 0, sym_cstr("dim"), NULL);
+	return new_result(in, r, 0, S_dim, NULL);
 }
 
 /* A list of sizes as a 1-D tensor: one Constant when every size is known,
@@ -474,10 +440,10 @@ static ValueId make_sizes(Inst *in, const Arg *l, Sym what)
 		else
 			parts[np++] = reshape_to_1(in, l->u.list[j++].u.v, &one);
 	}
-	Node *c = new_node(in, dom_onnx(), sym_cstr("Concat"), 1, np, 1);
+	Node *c = new_node(in, OP_ONNX_Concat, 1, np, 1);
 	for (uint32_t i = 0; i < np; i++)
 		c->args[i] = (Arg){ .kind = A_VALUE, .u.v = parts[i] };
-	c->kw[0] = (Named){ sym_cstr("axis"), int_arg(0) };
+	c->kw[0] = (Named){ S_axis, int_arg(0) };
 	free(parts);
 	return new_result(in, c, 0, what, NULL);
 }
@@ -571,7 +537,7 @@ static Arg copy_arg(Inst *in, const Arg *a, Use use, int *err)
 	else if (a->kind == A_LIST)
 		return copy_list(in, a, use, err);
 	if (!b && use == USE_INPUT && (is_num(&r) || r.kind == A_LIST))
-		return as_input(in, NULL, &r, 0, sym_cstr("c"));
+		return as_input(in, NULL, &r, 0, S_c);
 	if (!b)
 		return arg_copy(&in->x->m->arena, a);
 	dp = &in->e->d->params[p];
@@ -592,7 +558,7 @@ static const Arg *spliced_list(Inst *in, const Node *bn, uint32_t i)
 {
 	const Arg *a = &bn->args[i];
 	int p;
-	if (bn->domain != dom_onnx() || op_info[bn->op].max_in >= 0 || i + 1 != bn->nargs || a->kind != A_VALUE)
+	if (bn->domain != S_onnx || op_info[bn->op].max_in >= 0 || i + 1 != bn->nargs || a->kind != A_VALUE)
 		return NULL;
 	Bound *b = param_of_value(in, a->u.v, &p);
 	if (!b || b->a.kind != A_LIST)
@@ -620,7 +586,7 @@ static uint32_t count_args(Inst *in, const Node *bn)
 
 static void copy_args(Inst *in, const Node *bn, Node *n, int *err)
 {
-	Use use = bn->domain == dom_onnx() ? USE_INPUT : USE_ATEN;
+	Use use = bn->domain == S_onnx ? USE_INPUT : USE_ATEN;
 	for (uint32_t i = 0, k = 0; i < bn->nargs; i++) {
 		const Arg *l = spliced_list(in, bn, i);
 		for (uint32_t j = 0; l && j < l->n; j++)
@@ -634,7 +600,7 @@ static void copy_args(Inst *in, const Node *bn, Node *n, int *err)
 /* Attributes; one whose $param is bound to none is left out. */
 static void copy_kw(Inst *in, const Node *bn, Node *n, int *err)
 {
-	Use use = bn->domain == dom_onnx() ? USE_ATTR : USE_ATEN;
+	Use use = bn->domain == S_onnx ? USE_ATTR : USE_ATEN;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < bn->nkw; i++) {
 		Arg a = copy_arg(in, &bn->kw[i].val, use, err);
@@ -674,7 +640,7 @@ static void copy_results(Inst *in, const Node *bn, Node *n)
 	}
 }
 
-static int copy_node(Inst *in, const Node *bn, int widen)
+static Status copy_node(Inst *in, const Node *bn, int widen)
 {
 	int err = 0;
 	uint32_t nres = widen ? in->call->nres : bn->nres;
@@ -688,7 +654,7 @@ static int copy_node(Inst *in, const Node *bn, int widen)
 	in->widen = widen;
 	copy_results(in, bn, n);
 	in->widen = 0;
-	return err ? -1 : 0;
+	return err ? FAILED : OK;
 }
 
 /* ---- one expansion ---------------------------------------------------------------- */
@@ -728,7 +694,7 @@ static const Node *assign_results(Inst *in)
 
 /* Results the body returns without defining them (an input, or one value
  * twice) replace the call's result through the substitution table. */
-static int finish_results(Inst *in)
+static Status finish_results(Inst *in)
 {
 	const Graph *g = in->e->d->body;
 	for (uint32_t i = 0; i < g->nout; i++) {
@@ -742,44 +708,44 @@ static int finish_results(Inst *in)
 			char buf[256];
 			diag_error(in->call->loc, "decomposition of %s returns none for a result",
 				   opname(in->call, buf, sizeof buf));
-			return -1;
+			return FAILED;
 		}
 		subst_set(in->x, target, a.u.v, in->call);
 	}
-	return 0;
+	return OK;
 }
 
-static int instantiate(Inst *in)
+static Status instantiate(Inst *in)
 {
 	const Decomp *d = in->e->d;
 	memset(in->map, 0, in->e->nlocal * sizeof *in->map);
 	for (uint32_t i = 0; i < d->nparam; i++)
 		in->b[i].mat = 0;
-	int p = find_param(d, in->x->s_result);
+	int p = find_param(d, S_result);
 	if (p >= 0)
 		in->b[p].a = int_arg(in->result);
 	const Node *wide = assign_results(in);
 	for (const Node *bn = d->body->first; bn; bn = bn->next)
-		if (copy_node(in, bn, bn == wide) < 0)
-			return -1;
-	return wide ? 0 : finish_results(in);
+		if (copy_node(in, bn, bn == wide) != OK)
+			return FAILED;
+	return wide ? OK : finish_results(in);
 }
 
-static int check_arity(const Inst *in, int each)
+static Status check_arity(const Inst *in, int each)
 {
 	const Graph *g = in->e->d->body;
 	uint32_t want = each ? 1 : in->call->nres;
 	if (g->nout == want || (!each && widened(in)))
-		return 0;
+		return OK;
 	char buf[256];
 	diag_error(in->call->loc, "decomposition of %s returns %u value%s, but the call has %u result%s",
 		   opname(in->call, buf, sizeof buf), g->nout, g->nout == 1 ? "" : "s", want, want == 1 ? "" : "s");
 	diag_note(in->e->d->loc, "the decomposition is here");
-	return -1;
+	return FAILED;
 }
 
 /* The dtype literal tensors of this call take (see literal_dtype). */
-static DType call_dtype(const Dx *x, const Node *call, DType outer)
+static DType call_dtype(const Decompose *x, const Node *call, DType outer)
 {
 	const Type *t = call->nres && call->res[0] ? val(x->m, call->res[0])->type : NULL;
 	if (t && t->kind == TY_TENSOR && t->dtype != DT_BOOL && t->dtype != DT_UNDEF)
@@ -793,7 +759,7 @@ static DType call_dtype(const Dx *x, const Node *call, DType outer)
 	return outer;
 }
 
-static const DecompEntry *lookup(Dx *x, const Node *call, Bound **b)
+static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 {
 	uint32_t n[2] = { 0, 0 };
 	const DecompEntry *v[2];
@@ -810,65 +776,65 @@ static const DecompEntry *lookup(Dx *x, const Node *call, Bound **b)
 	return NULL;
 }
 
-static int expand(Dx *x, Node *call, int depth, DType outer);
+static Status expand(Decompose *x, Node *call, int depth, DType outer);
 
 /* The copies' own ATen nodes are decomposed in turn, in order. */
-static int expand_nested(Dx *x, Node **v, uint32_t n, int depth, DType dt)
+static Status expand_nested(Decompose *x, Node **v, uint32_t n, int depth, DType dt)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (subst_node(x, v[i]) < 0)
-			return -1;
-		if (is_aten_domain(v[i]->domain) && expand(x, v[i], depth + 1, dt) < 0)
-			return -1;
+		subst_node(x, v[i]);
+		if (is_aten_domain(v[i]->domain) && expand(x, v[i], depth + 1, dt) != OK)
+			return FAILED;
 	}
-	return 0;
+	return OK;
 }
 
-static int run_inst(Dx *x, Inst *in)
+static Status run_inst(Inst *in)
 {
 	const Decomp *d = in->e->d;
-	int each = find_param(d, x->s_result) >= 0;
-	if (check_arity(in, each) < 0)
-		return -1;
+	int each = find_param(d, S_result) >= 0;
+	if (check_arity(in, each) != OK)
+		return FAILED;
 	in->inparam = xcalloc(d->body->nin, sizeof *in->inparam);
 	for (uint32_t i = 0, k = 0; i < d->nparam; i++)
 		if (d->params[i].kind == DP_TENSOR)
 			in->inparam[k++] = (int32_t)i;
 	in->map = xcalloc(in->e->nlocal, sizeof *in->map);
-	int rc = 0;
+	Status st = OK;
 	if (!each) {
 		in->result = -1;
-		rc = instantiate(in);
+		st = instantiate(in);
 	}
-	for (uint32_t r = 0; each && r < in->call->nres && rc == 0; r++) {
+	for (uint32_t r = 0; each && r < in->call->nres && st == OK; r++) {
 		in->result = (int)r;
-		rc = instantiate(in);
+		st = instantiate(in);
 	}
 	free(in->inparam);
 	free(in->map);
-	return rc;
+	return st;
 }
 
-/* Returns 1 if call was replaced, 0 if nothing matched, -1 on errors. */
-static int expand(Dx *x, Node *call, int depth, DType outer)
+/* Replaces call by a copy of the first decomposition that matches it, if
+ * any (a call nothing matches stays, for the report). */
+static Status expand(Decompose *x, Node *call, int depth, DType outer)
 {
 	Bound *b;
 	const DecompEntry *e = lookup(x, call, &b);
 	char buf[256];
 	if (!e)
-		return 0;
+		return OK;
 	if (depth >= MAX_DEPTH) {
 		diag_error(call->loc, "decomposition of %s recurses", opname(call, buf, sizeof buf));
 		free(b);
-		return -1;
+		return FAILED;
 	}
 	Inst in = { x, e, call, b, NULL, NULL, call_dtype(x, call, outer), -1, 0 };
 	Graph *g = call->graph;
 	Node *before = call->prev;
-	int rc = run_inst(x, &in);
+	Status st = run_inst(&in);
 	free(b);
-	if (rc < 0)
-		return -1;
+	if (st != OK)
+		return FAILED;
 	uint32_t n = 0;
 	for (Node *k = before ? before->next : g->first; k != call; k = k->next)
 		n++;
@@ -877,21 +843,38 @@ static int expand(Dx *x, Node *call, int depth, DType outer)
 	for (Node *k = before ? before->next : g->first; k != call; k = k->next)
 		v[n++] = k;
 	node_remove(g, call);
-	rc = expand_nested(x, v, n, depth, in.dt);
+	st = expand_nested(x, v, n, depth, in.dt);
 	free(v);
-	return rc < 0 ? -1 : 1;
+	return st;
 }
 
 /* ---- the walk ---------------------------------------------------------------------- */
+/* Every graph is lowered before its subgraphs (module_walk), so a subgraph
+ * reads the substitutions of the values it captures.  Outputs are fixed in
+ * a second walk, once no subgraph can still capture the old value. */
+static Status lower_graph(const GraphVisit *v, void *ctx)
+{
+	Decompose *x = ctx;
+	for (Node *n = v->g->first, *next; n; n = next) {
+		next = n->next;
+		subst_node(x, n);
+		if (is_aten_domain(n->domain) && expand(x, n, 0, DT_UNDEF) != OK)
+			return FAILED;
+	}
+	return OK;
+}
+
 /* A graph output replaced through the table keeps its name: an Identity
  * defines it from the replacement. */
-static void fix_outputs(Dx *x, Graph *g)
+static Status fix_outputs(const GraphVisit *v, void *ctx)
 {
+	Decompose *x = ctx;
+	Graph *g = v->g;
 	for (uint32_t i = 0; i < g->nout; i++) {
 		ValueId o = g->out[i], r = sub(x, o);
 		if (r == o)
 			continue;
-		Node *n = node_new(x->m, dom_onnx(), sym_cstr("Identity"), 1, 1, 0);
+		Node *n = node_new_op(x->m, OP_ONNX_Identity, 1, 1, 0);
 		n->prov = x->sfrom[o]->prov;
 		n->loc = x->sfrom[o]->loc;
 		n->args[0] = (Arg){ .kind = A_VALUE, .u.v = r };
@@ -899,21 +882,9 @@ static void fix_outputs(Dx *x, Graph *g)
 		val(x->m, o)->def = n;
 		val(x->m, o)->res = 0;
 		node_append(g, n);
-		x->subst[o] = 0;
+		rw_set(&x->subst, o, VNONE);
 	}
-}
-
-static int walk_graph(Dx *x, Graph *g)
-{
-	for (Node *n = g->first, *next; n; n = next) {
-		next = n->next;
-		if (subst_node(x, n) < 0)
-			return -1;
-		if (is_aten_domain(n->domain) && expand(x, n, 0, DT_UNDEF) < 0)
-			return -1;
-	}
-	fix_outputs(x, g);
-	return 0;
+	return OK;
 }
 
 /* ---- what is left ------------------------------------------------------------------- */
@@ -990,38 +961,24 @@ static void tally(Leftover *l, const Node *n)
 			l->v[i].count++;
 			return;
 		}
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 16;
-		l->v = realloc(l->v, l->cap * sizeof *l->v);
-		if (!l->v)
-			ONNXC_BUG("out of memory");
-	}
-	l->v[l->n++] = (Left){ n->domain, n->name, 1 };
+	XVEC_PUSH(*l, ((Left){ n->domain, n->name, 1 }));
 }
 
-static void report_graph(const Module *m, const Graph *g, Leftover *l);
+typedef struct Report { const Module *m; Leftover left; } Report;
 
-static void report_arg(const Module *m, const Arg *a, Leftover *l)
+static Status report_graph(const GraphVisit *v, void *ctx)
 {
-	if (a->kind == A_GRAPH)
-		report_graph(m, a->u.g, l);
-	for (uint32_t i = 0; a->kind == A_LIST && i < a->n; i++)
-		report_arg(m, &a->u.list[i], l);
-}
-
-static void report_graph(const Module *m, const Graph *g, Leftover *l)
-{
+	Report *r = ctx;
 	char buf[256];
-	for (const Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs + n->nkw; i++)
-			report_arg(m, i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val, l);
+	for (const Node *n = v->g->first; n; n = n->next) {
 		if (!is_aten_domain(n->domain))
 			continue;
-		char *args = describe_args(m, n);
+		char *args = describe_args(r->m, n);
 		diag_error(n->loc, "no decomposition for %s (arguments: %s)", opname(n, buf, sizeof buf), args);
 		free(args);
-		tally(l, n);
+		tally(&r->left, n);
 	}
+	return OK;
 }
 
 static void summary(const Leftover *l)
@@ -1039,17 +996,14 @@ static void summary(const Leftover *l)
 	free(s);
 }
 
-int decompose_report_unsupported(Module *m)
+uint32_t decompose_report_unsupported(Module *m)
 {
-	Leftover l = { 0 };
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		report_graph(m, m->graphs.v[i], &l);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		report_graph(m, m->funcs.v[i]->body, &l);
-	if (l.total)
-		summary(&l);
-	free(l.v);
-	return (int)l.total;
+	Report r = { m, { 0 } };
+	module_walk(m, WALK_PROGRAM, report_graph, &r);
+	if (r.left.total)
+		summary(&r.left);
+	free(r.left.v);
+	return r.left.total;
 }
 
 /* ---- -allow-custom-ops ------------------------------------------------------------- */
@@ -1104,67 +1058,61 @@ static void to_custom(Module *m, Node *n)
 	n->op = OP_GENERIC;
 }
 
-static void keep_custom(Module *m, Graph *g)
+static Status keep_custom(const GraphVisit *v, void *ctx)
 {
+	Module *m = ctx;
 	char buf[256];
-	for (Node *n = g->first; n; n = n->next) {
+	for (Node *n = v->g->first; n; n = n->next) {
 		if (!is_aten_domain(n->domain))
 			continue;
 		diag_warning(n->loc, "no decomposition for %s; kept as a custom op", opname(n, buf, sizeof buf));
 		to_custom(m, n);
 	}
+	return OK;
 }
 
 /* ---- the pass ----------------------------------------------------------------------- */
-static int has_aten(const Module *m)
+/* FAILED as soon as a graph holds an ATen node: the walk stops there. */
+static Status no_aten(const GraphVisit *v, void *ctx)
 {
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		for (const Node *n = m->graphs.v[i]->first; n; n = n->next)
-			if (is_aten_domain(n->domain))
-				return 1;
-	return 0;
+	(void)ctx;
+	for (const Node *n = v->g->first; n; n = n->next)
+		if (is_aten_domain(n->domain))
+			return FAILED;
+	return OK;
 }
 
 /* The module's own `opset onnx N` wins over -opset; the result targets it. */
 static int64_t target_opset(Module *m, const PassOptions *opt)
 {
 	for (uint32_t i = 0; i < m->opsets.n; i++)
-		if (m->opsets.v[i].domain == dom_onnx())
+		if (m->opsets.v[i].domain == S_onnx)
 			return m->opsets.v[i].version;
 	int64_t v = opt->opset ? opt->opset : 18;
-	VEC_PUSH(&m->arena, m->opsets, ((Opset){ dom_onnx(), v }));
+	VEC_PUSH(&m->arena, m->opsets, ((Opset){ S_onnx, v }));
 	return v;
 }
 
-int pass_decompose(Module *m, const PassOptions *opt)
+Status pass_decompose(Module *m, const PassOptions *opt)
 {
-	Dx x = { .m = m, .opt = opt };
+	Decompose x = { .m = m, .opt = opt };
 	x.opset = target_opset(m, opt);
-	x.s_opset = sym_cstr("opset");
-	x.s_nresults = sym_cstr("nresults");
-	x.s_result = sym_cstr("result");
-	x.s_rank = sym_cstr("rank");
-	x.s_swapped = sym_cstr("swapped");
-	x.s_neg_len = sym_cstr("neg_len");
-	x.s_index_axis = sym_cstr("index_axis");
-	x.s_contiguous_view = sym_cstr("contiguous_view");
-	x.s_value = sym_cstr("value");
-	if (!has_aten(m))
-		return 0;
-	if (opt->lib && !decomp_lib_load(opt->lib))
-		return 1;
+	if (module_walk(m, WALK_PROGRAM, no_aten, NULL) == OK)
+		return OK;
+	if (opt->lib && decomp_lib_load(opt->lib) != OK)
+		return FAILED;
 	x.own = decomp_table_new();
-	int rc = decomp_table_add(x.own, m) ? 0 : 1;
-	for (uint32_t i = 0; i < m->graphs.n && rc == 0; i++)
-		rc = walk_graph(&x, m->graphs.v[i]) < 0;
-	for (uint32_t i = 0; i < m->graphs.n && rc == 0; i++) {
-		if (opt->allow_custom_ops)
-			keep_custom(m, m->graphs.v[i]);
-	}
-	if (rc == 0 && !opt->allow_custom_ops && decompose_report_unsupported(m))
-		rc = 1;
+	Status st = decomp_table_add(x.own, m);
+	if (st == OK)
+		st = module_walk(m, WALK_PROGRAM, lower_graph, &x);
+	if (st == OK)
+		module_walk(m, WALK_PROGRAM, fix_outputs, &x);
+	if (st == OK && opt->allow_custom_ops)
+		module_walk(m, WALK_PROGRAM, keep_custom, m);
+	if (st == OK && !opt->allow_custom_ops && decompose_report_unsupported(m))
+		st = FAILED;
 	decomp_table_free(x.own);
-	free(x.subst);
+	rw_free(&x.subst);
 	free(x.sfrom);
-	return rc;
+	return st;
 }

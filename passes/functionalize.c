@@ -41,26 +41,27 @@ typedef struct VState {
 	uint32_t ver;               /* root: mutations so far; view: count cur reflects */
 } VState;
 
-typedef struct Fn {
+typedef struct Functionalize {
 	Module *m;
 	Graph *g;
 	VState *st;
 	uint32_t nst;               /* values that existed when the pass began */
-	int err;
-} Fn;
+	int err;                    /* in the graph being rewritten */
+	int failed;                 /* in any graph */
+} Functionalize;
 
 static const char SIG_KEY[] = "pkg.torch.export.ExportedProgram.graph_signature";
 
 /* Graphs own disjoint values, so one table serves them all.  Only values
  * that existed before the pass are ever keys: new values are
  * versions (cur), never storages. */
-static VState *st(Fn *f, ValueId v)
+static VState *st(Functionalize *f, ValueId v)
 {
 	ONNXC_ASSERT(v && v < f->nst);
 	return &f->st[v];
 }
 
-static ValueId canon(Fn *f, ValueId v)
+static ValueId canon(Functionalize *f, ValueId v)
 {
 	return st(f, v)->canon ? st(f, v)->canon : v;
 }
@@ -68,7 +69,7 @@ static ValueId canon(Fn *f, ValueId v)
 static Arg varg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
 static Arg iarg(int64_t i) { return (Arg){ .kind = A_INT, .u.i = i }; }
 
-static int fail(Fn *f, const Node *n, const char *what)
+static int fail(Functionalize *f, const Node *n, const char *what)
 {
 	diag_error(n->loc, "functionalize: %s (in aten::%s)", what, sym_str(n->name));
 	f->err = 1;
@@ -77,7 +78,7 @@ static int fail(Fn *f, const Node *n, const char *what)
 
 /* ---- building nodes ------------------------------------------------------ */
 
-static ValueId new_result(Fn *f, Node *n, uint32_t i, Sym base, Type *ty)
+static ValueId new_result(Functionalize *f, Node *n, uint32_t i, Sym base, Type *ty)
 {
 	ValueId v = value_new(f->m, value_fresh_name(f->m, base), ty, VK_NODE);
 	val(f->m, v)->def = n;
@@ -88,10 +89,10 @@ static ValueId new_result(Fn *f, Node *n, uint32_t i, Sym base, Type *ty)
 
 /* An aten node with one result, carrying the provenance of `like` (the node
  * it stands for), inserted before `before` (NULL: at the end). */
-static Node *make(Fn *f, const char *op, uint32_t nargs, uint32_t nkw, const Node *like,
+static Node *make(Functionalize *f, OpId op, uint32_t nargs, uint32_t nkw, const Node *like,
 		  Node *before, Sym rname, Type *rty)
 {
-	Node *n = node_new(f->m, dom_aten(), sym_cstr(op), 1, nargs, nkw);
+	Node *n = node_new_op(f->m, op, 1, nargs, nkw);
 	n->prov = like->prov;
 	n->loc = like->loc;
 	new_result(f, n, 0, rname, rty);
@@ -100,7 +101,7 @@ static Node *make(Fn *f, const char *op, uint32_t nargs, uint32_t nkw, const Nod
 }
 
 /* A copy of node d with fresh results, inserted before `before`. */
-static Node *clone(Fn *f, const Node *d, Node *before)
+static Node *clone(Functionalize *f, const Node *d, Node *before)
 {
 	Arena *a = &f->m->arena;
 	Node *n = node_new(f->m, d->domain, d->name, d->nres, d->nargs, d->nkw);
@@ -118,10 +119,11 @@ static Node *clone(Fn *f, const Node *d, Node *before)
 }
 
 /* Turns n into a call of `op` with fresh, empty argument arrays. */
-static void recall(Fn *f, Node *n, const char *op, uint32_t nargs, uint32_t nkw)
+static void recall(Functionalize *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 {
-	n->name = sym_cstr(op);
-	n->op = op_lookup(n->domain, n->name);
+	n->domain = op_domain(op);
+	n->name = op_name_of(op);
+	n->op = op;
 	n->nargs = nargs;
 	n->nkw = nkw;
 	n->args = nargs ? ARENA_ARRAY(&f->m->arena, Arg, nargs) : NULL;
@@ -136,12 +138,12 @@ static void rename_op(Node *n, Sym name)
 
 /* ---- versions and views -------------------------------------------------- */
 
-static ValueId current(Fn *f, ValueId c, Node *before);
+static ValueId current(Functionalize *f, ValueId c, Node *before);
 
 /* View c is stale (its root was mutated after c was derived): apply its
  * view op again to its base's current version.  The siblings of a
  * multi-result view are re-derived by the same node. */
-static void regen(Fn *f, ValueId c, Node *before)
+static void regen(Functionalize *f, ValueId c, Node *before)
 {
 	VState *s = st(f, c);
 	const Node *d = s->vdef;
@@ -159,7 +161,7 @@ static void regen(Fn *f, ValueId c, Node *before)
 
 /* The value holding canonical storage c's latest contents; re-derives a
  * stale view (before `before`).  Invariant: a fresh view's bases are fresh. */
-static ValueId current(Fn *f, ValueId c, Node *before)
+static ValueId current(Functionalize *f, ValueId c, Node *before)
 {
 	VState *s = st(f, c);
 	if (s->base && s->ver != st(f, s->root)->ver)
@@ -167,7 +169,7 @@ static ValueId current(Fn *f, ValueId c, Node *before)
 	return s->cur ? s->cur : c;
 }
 
-static void rewrite_arg(Fn *f, Arg *a, Node *before)
+static void rewrite_arg(Functionalize *f, Arg *a, Node *before)
 {
 	if (a->kind == A_VALUE && a->u.v)
 		a->u.v = current(f, canon(f, a->u.v), before);
@@ -177,7 +179,7 @@ static void rewrite_arg(Fn *f, Arg *a, Node *before)
 }
 
 /* Subgraph arguments are left alone (see the file comment). */
-static void rewrite_operands(Fn *f, Node *n)
+static void rewrite_operands(Functionalize *f, Node *n)
 {
 	for (uint32_t i = 0; i < n->nargs; i++)
 		rewrite_arg(f, &n->args[i], n);
@@ -192,7 +194,7 @@ static int is_view(const Node *n)
 }
 
 /* Records the results of view node n as aliases of canonical value c0. */
-static void note_view(Fn *f, Node *n, ValueId c0)
+static void note_view(Functionalize *f, Node *n, ValueId c0)
 {
 	VState *b = st(f, c0);
 	ValueId root = b->base ? b->root : c0;
@@ -211,7 +213,7 @@ static void note_view(Fn *f, Node *n, ValueId c0)
 
 /* Argument `pos` of n, given positionally or as keyword `name`; NULL if
  * left out. */
-static const Arg *arg_at(const Node *n, uint32_t pos, const char *name)
+static const Arg *arg_at(const Node *n, uint32_t pos, Sym name)
 {
 	if (pos < n->nargs)
 		return &n->args[pos];
@@ -219,7 +221,7 @@ static const Arg *arg_at(const Node *n, uint32_t pos, const char *name)
 	return k ? &k->val : NULL;
 }
 
-static int64_t int_at(const Node *n, uint32_t pos, const char *name, int64_t dflt, int *ok)
+static int64_t int_at(const Node *n, uint32_t pos, Sym name, int64_t dflt, int *ok)
 {
 	const Arg *a = arg_at(n, pos, name);
 	if (!a || a->kind == A_NONE)
@@ -229,8 +231,8 @@ static int64_t int_at(const Node *n, uint32_t pos, const char *name, int64_t dfl
 	return a->kind == A_INT ? a->u.i : 0;
 }
 
-typedef struct WB {             /* one write-back step */
-	Fn *f;
+typedef struct WriteBack {             /* one write-back step */
+	Functionalize *f;
 	const Node *d;              /* the view node */
 	uint32_t res;               /* which of its results was mutated */
 	ValueId base;               /* the base's current version */
@@ -239,11 +241,11 @@ typedef struct WB {             /* one write-back step */
 	Sym name;                   /* the base's name, for the new value */
 	const Node *at;             /* the mutating node (provenance) */
 	Node *before;
-} WB;
+} WriteBack;
 
 /* op(base, src, <the view's own arguments after self>): the scatter ops
  * share the view ops' schemas. */
-static ValueId wb_scatter(WB *w, const char *op)
+static ValueId wb_scatter(WriteBack *w, OpId op)
 {
 	const Node *d = w->d;
 	Node *n = make(w->f, op, d->nargs + 1, d->nkw, w->at, w->before, w->name, w->ty);
@@ -257,7 +259,7 @@ static ValueId wb_scatter(WB *w, const char *op)
 }
 
 /* op(src, a1, a2) with up to two copied or literal arguments. */
-static ValueId wb_call(WB *w, const char *op, uint32_t nargs, const Arg *a1, const Arg *a2)
+static ValueId wb_call(WriteBack *w, OpId op, uint32_t nargs, const Arg *a1, const Arg *a2)
 {
 	Node *n = make(w->f, op, nargs, 0, w->at, w->before, w->name, w->ty);
 	n->args[0] = varg(w->src);
@@ -269,9 +271,9 @@ static ValueId wb_call(WB *w, const char *op, uint32_t nargs, const Arg *a1, con
 }
 
 /* slice_scatter(base, src, dim, start, end) with literal bounds. */
-static ValueId wb_slice(WB *w, int64_t dim, int64_t start, int64_t end)
+static ValueId wb_slice(WriteBack *w, int64_t dim, int64_t start, int64_t end)
 {
-	Node *n = make(w->f, "slice_scatter", 5, 0, w->at, w->before, w->name, w->ty);
+	Node *n = make(w->f, OP_ATEN_slice_scatter_default, 5, 0, w->at, w->before, w->name, w->ty);
 	n->args[0] = varg(w->base);
 	n->args[1] = varg(w->src);
 	n->args[2] = iarg(dim);
@@ -282,7 +284,7 @@ static ValueId wb_slice(WB *w, int64_t dim, int64_t start, int64_t end)
 
 /* The base's shape as an aten int list: known dims literally, the others
  * read with sym_size.int from the base's current version. */
-static int shape_list(WB *w, Arg *out)
+static int shape_list(WriteBack *w, Arg *out)
 {
 	const Type *t = w->ty;
 	if (!t || t->kind != TY_TENSOR || t->rank < 0)
@@ -294,7 +296,7 @@ static int shape_list(WB *w, Arg *out)
 			continue;
 		}
 		Type *i64 = type_tensor(&w->f->m->arena, DT_I64, 0, NULL);
-		Node *n = make(w->f, "sym_size.int", 2, 0, w->at, w->before, sym_cstr("sym_size"), i64);
+		Node *n = make(w->f, OP_ATEN_sym_size_int, 2, 0, w->at, w->before, S_sym_size, i64);
 		n->args[0] = varg(w->base);
 		n->args[1] = iarg(i);
 		l[i] = varg(n->res[0]);
@@ -304,17 +306,17 @@ static int shape_list(WB *w, Arg *out)
 }
 
 /* Shape-only views: the contents keep their order, so view(src, shape). */
-static ValueId wb_reshape(WB *w)
+static ValueId wb_reshape(WriteBack *w)
 {
 	Arg shape;
 	if (!shape_list(w, &shape))
 		return fail(w->f, w->d, "writing back through a view needs the base's rank"), 0;
-	return wb_call(w, "view", 2, &shape, NULL);
+	return wb_call(w, OP_ATEN_view_default, 2, &shape, NULL);
 }
 
-static ValueId wb_permute(WB *w)
+static ValueId wb_permute(WriteBack *w)
 {
-	const Arg *p = arg_at(w->d, 1, "dims");
+	const Arg *p = arg_at(w->d, 1, S_dims);
 	if (!p || p->kind != A_LIST)
 		return fail(w->f, w->d, "permute needs a literal dims list"), 0;
 	int64_t n = p->n;
@@ -329,44 +331,44 @@ static ValueId wb_permute(WB *w)
 		inv[d] = iarg(i);
 	}
 	Arg l = { .kind = A_LIST, .elem = A_INT, .n = (uint32_t)n, .u.list = inv };
-	return wb_call(w, "permute", 2, &l, NULL);
+	return wb_call(w, OP_ATEN_permute_default, 2, &l, NULL);
 }
 
 /* squeeze.dim undoes to unsqueeze when the dim was 1; otherwise it was a
  * no-op or the size is unknown, and the base's shape says it all. */
-static ValueId wb_squeeze_dim(WB *w)
+static ValueId wb_squeeze_dim(WriteBack *w)
 {
 	int ok = 1;
-	int64_t d = int_at(w->d, 1, "dim", 0, &ok);
+	int64_t d = int_at(w->d, 1, S_dim, 0, &ok);
 	const Type *t = w->ty;
 	if (ok && t && t->kind == TY_TENSOR && t->rank > 0) {
 		int64_t k = d < 0 ? d + t->rank : d;
 		if (k >= 0 && k < t->rank && !t->dims[k].sym && t->dims[k].v == 1)
-			return wb_call(w, "unsqueeze", 2, arg_at(w->d, 1, "dim"), NULL);
+			return wb_call(w, OP_ATEN_unsqueeze_default, 2, arg_at(w->d, 1, S_dim), NULL);
 	}
 	return wb_reshape(w);
 }
 
-static ValueId wb_narrow(WB *w)
+static ValueId wb_narrow(WriteBack *w)
 {
 	int ok = 1;
-	int64_t dim = int_at(w->d, 1, "dim", 0, &ok);
-	int64_t start = int_at(w->d, 2, "start", 0, &ok);
-	int64_t len = int_at(w->d, 3, "length", 0, &ok);
+	int64_t dim = int_at(w->d, 1, S_dim, 0, &ok);
+	int64_t start = int_at(w->d, 2, S_start, 0, &ok);
+	int64_t len = int_at(w->d, 3, S_length, 0, &ok);
 	if (!ok)
 		return fail(w->f, w->d, "narrow needs literal dim, start and length"), 0;
 	return wb_slice(w, dim, start, start + len);
 }
 
 /* Result i of split.Tensor / split_with_sizes is a slice of its base. */
-static ValueId wb_split(WB *w, int sizes)
+static ValueId wb_split(WriteBack *w, int sizes)
 {
 	int ok = 1;
-	const Arg *s = arg_at(w->d, 1, sizes ? "split_sizes" : "split_size");
-	int64_t dim = int_at(w->d, 2, "dim", 0, &ok);
+	const Arg *s = arg_at(w->d, 1, sizes ? S_split_sizes : S_split_size);
+	int64_t dim = int_at(w->d, 2, S_dim, 0, &ok);
 	int64_t start = 0, len = 0;
 	if (!sizes) {
-		len = int_at(w->d, 1, "split_size", 0, &ok);
+		len = int_at(w->d, 1, S_split_size, 0, &ok);
 		start = len * w->res;
 	} else if (s && s->kind == A_LIST && w->res < s->n) {
 		for (uint32_t i = 0; i <= w->res && ok; i++) {
@@ -382,13 +384,13 @@ static ValueId wb_split(WB *w, int sizes)
 	return wb_slice(w, dim, start, start + len);
 }
 
-static ValueId wb_unbind(WB *w)
+static ValueId wb_unbind(WriteBack *w)
 {
 	int ok = 1;
-	int64_t dim = int_at(w->d, 1, "dim", 0, &ok);
+	int64_t dim = int_at(w->d, 1, S_dim, 0, &ok);
 	if (!ok)
 		return fail(w->f, w->d, "unbind needs a literal dim"), 0;
-	Node *n = make(w->f, "select_scatter", 4, 0, w->at, w->before, w->name, w->ty);
+	Node *n = make(w->f, OP_ATEN_select_scatter_default, 4, 0, w->at, w->before, w->name, w->ty);
 	n->args[0] = varg(w->base);
 	n->args[1] = varg(w->src);
 	n->args[2] = iarg(dim);
@@ -397,28 +399,28 @@ static ValueId wb_unbind(WB *w)
 }
 
 /* The base's new version given the view's new contents; 0 on error. */
-static ValueId write_link(WB *w)
+static ValueId write_link(WriteBack *w)
 {
 	const Node *d = w->d;
 	switch (d->op) {
-	case OP_ATEN_slice_Tensor: return wb_scatter(w, "slice_scatter");
-	case OP_ATEN_select_int: return wb_scatter(w, "select_scatter");
-	case OP_ATEN_diagonal_default: return wb_scatter(w, "diagonal_scatter");
-	case OP_ATEN_as_strided_default: return wb_scatter(w, "as_strided_scatter");
+	case OP_ATEN_slice_Tensor: return wb_scatter(w, OP_ATEN_slice_scatter_default);
+	case OP_ATEN_select_int: return wb_scatter(w, OP_ATEN_select_scatter_default);
+	case OP_ATEN_diagonal_default: return wb_scatter(w, OP_ATEN_diagonal_scatter_default);
+	case OP_ATEN_as_strided_default: return wb_scatter(w, OP_ATEN_as_strided_scatter_default);
 	case OP_ATEN_narrow_default: return wb_narrow(w);
 	case OP_ATEN_split_Tensor: return wb_split(w, 0);
 	case OP_ATEN_split_with_sizes_default: return wb_split(w, 1);
 	case OP_ATEN_unbind_int: return wb_unbind(w);
 	case OP_ATEN_transpose_int:
-		return wb_call(w, "transpose.int", 3, arg_at(d, 1, "dim0"), arg_at(d, 2, "dim1"));
-	case OP_ATEN_t_default: return wb_call(w, "t", 1, NULL, NULL);
+		return wb_call(w, OP_ATEN_transpose_int, 3, arg_at(d, 1, S_dim0), arg_at(d, 2, S_dim1));
+	case OP_ATEN_t_default: return wb_call(w, OP_ATEN_t_default, 1, NULL, NULL);
 	case OP_ATEN_permute_default: return wb_permute(w);
 	case OP_ATEN_movedim_int:
-		return wb_call(w, "movedim.int", 3, arg_at(d, 2, "destination"), arg_at(d, 1, "source"));
-	case OP_ATEN_unsqueeze_default: return wb_call(w, "squeeze.dim", 2, arg_at(d, 1, "dim"), NULL);
+		return wb_call(w, OP_ATEN_movedim_int, 3, arg_at(d, 2, S_destination), arg_at(d, 1, S_source));
+	case OP_ATEN_unsqueeze_default: return wb_call(w, OP_ATEN_squeeze_dim, 2, arg_at(d, 1, S_dim), NULL);
 	case OP_ATEN_squeeze_dim: return wb_squeeze_dim(w);
-	case OP_ATEN_view_as_real_default: return wb_call(w, "view_as_complex", 1, NULL, NULL);
-	case OP_ATEN_view_as_complex_default: return wb_call(w, "view_as_real", 1, NULL, NULL);
+	case OP_ATEN_view_as_real_default: return wb_call(w, OP_ATEN_view_as_complex_default, 1, NULL, NULL);
+	case OP_ATEN_view_as_complex_default: return wb_call(w, OP_ATEN_view_as_real_default, 1, NULL, NULL);
 	case OP_ATEN_alias_default:
 	case OP_ATEN_detach_default: return w->src;
 	case OP_ATEN_view_default:
@@ -436,14 +438,14 @@ static ValueId write_link(WB *w)
 /* Storage c now holds v.  A view passes its new contents on to its base,
  * up to the root, whose mutation count goes up; returns that count (every
  * link of the chain reflects it). */
-static uint32_t write_back(Fn *f, ValueId c, ValueId v, const Node *at, Node *before)
+static uint32_t write_back(Functionalize *f, ValueId c, ValueId v, const Node *at, Node *before)
 {
 	VState *s = st(f, c);
 	s->cur = v;
 	if (!s->base)
 		return ++s->ver;
 	Value *bv = val(f->m, s->base);
-	WB w = { f, s->vdef, val(f->m, c)->res, current(f, s->base, before), v, bv->type, bv->name,
+	WriteBack w = { f, s->vdef, val(f->m, c)->res, current(f, s->base, before), v, bv->type, bv->name,
 		 at, before };
 	ValueId nb = write_link(&w);
 	if (!nb)
@@ -493,9 +495,9 @@ static Sym functional_out_name(Sym name)
 		return sym_cstr(buf);
 	}
 	snprintf(buf, sizeof buf, "%.*s", (int)n, s);
-	if (op_lookup(dom_aten(), sym_cstr(buf)) == OP_GENERIC) {
+	if (op_lookup(S_aten, sym_cstr(buf)) == OP_GENERIC) {
 		snprintf(buf, sizeof buf, "%.*s.Tensor", (int)n, s);
-		if (op_lookup(dom_aten(), sym_cstr(buf)) == OP_GENERIC)
+		if (op_lookup(S_aten, sym_cstr(buf)) == OP_GENERIC)
 			snprintf(buf, sizeof buf, "%.*s", (int)n, s);
 	}
 	return sym_cstr(buf);
@@ -503,7 +505,7 @@ static Sym functional_out_name(Sym name)
 
 /* FX always names the result of a mutating op; give one if the text did
  * not, so there is a value to be the new version. */
-static ValueId result_of(Fn *f, Node *n, ValueId c)
+static ValueId result_of(Functionalize *f, Node *n, ValueId c)
 {
 	if (n->nres >= 1 && n->res[0])
 		return n->res[0];
@@ -515,7 +517,7 @@ static ValueId result_of(Fn *f, Node *n, ValueId c)
 }
 
 /* n (now functional) computed storage c's new contents. */
-static void mutated(Fn *f, Node *n, ValueId c, Node *next)
+static void mutated(Functionalize *f, Node *n, ValueId c, Node *next)
 {
 	ValueId r = result_of(f, n, c);
 	if (r < f->nst)
@@ -537,7 +539,7 @@ static int same_shape(const Type *a, const Type *b)
  * (_to_copy) and broadcast to its shape (expand).  Each step is skipped
  * when the types show it is not needed; with neither, src itself is the
  * new version and n goes away.  dst is the current version of c0. */
-static int copy_inplace(Fn *f, Node *n, ValueId c0, Node *next)
+static int copy_inplace(Functionalize *f, Node *n, ValueId c0, Node *next)
 {
 	if (n->nargs < 2 || n->args[1].kind != A_VALUE)
 		return fail(f, n, "copy_ needs a tensor source");
@@ -549,23 +551,23 @@ static int copy_inplace(Fn *f, Node *n, ValueId c0, Node *next)
 	Arg dt = { .kind = A_DTYPE, .u.i = tensors ? D->dtype : 0 };
 	if (cast && expand) {
 		Type *t = S ? type_tensor(&f->m->arena, D->dtype, S->rank, S->dims) : NULL;
-		Node *c = make(f, "_to_copy", 1, 1, n, n, sym_cstr("_to_copy"), t);
+		Node *c = make(f, OP_ATEN__to_copy_default, 1, 1, n, n, S__to_copy, t);
 		c->args[0] = varg(src);
-		c->kw[0] = (Named){ sym_cstr("dtype"), dt };
+		c->kw[0] = (Named){ S_dtype, dt };
 		src = c->res[0];
 	}
 	if (expand) {
-		WB w = { f, n, 0, dst, src, D, 0, n, n };
+		WriteBack w = { f, n, 0, dst, src, D, 0, n, n };
 		Arg shape;
 		if (!shape_list(&w, &shape))
 			return fail(f, n, "copy_ needs the destination's rank");
-		recall(f, n, "expand", 2, 0);
+		recall(f, n, OP_ATEN_expand_default, 2, 0);
 		n->args[0] = varg(src);
 		n->args[1] = shape;
 	} else if (cast) {
-		recall(f, n, "_to_copy", 1, 1);
+		recall(f, n, OP_ATEN__to_copy_default, 1, 1);
 		n->args[0] = varg(src);
-		n->kw[0] = (Named){ sym_cstr("dtype"), dt };
+		n->kw[0] = (Named){ S_dtype, dt };
 	} else {
 		node_remove(f->g, n);
 		if (n->nres && n->res[0] && n->res[0] < f->nst)
@@ -579,12 +581,12 @@ static int copy_inplace(Fn *f, Node *n, ValueId c0, Node *next)
 
 /* n = aten::NAME_.OVL(%a, ...) with operands rewritten; c0 is the storage
  * %a named. */
-static int inplace(Fn *f, Node *n, ValueId c0, Sym fname, Node *next)
+static int inplace(Functionalize *f, Node *n, ValueId c0, Sym fname, Node *next)
 {
 	switch (n->op) {
 	case OP_ATEN_copy__default: return copy_inplace(f, n, c0, next);
-	case OP_ATEN_fill__Scalar: rename_op(n, sym_cstr("full_like")); break;
-	case OP_ATEN_zero__default: rename_op(n, sym_cstr("zeros_like")); break;
+	case OP_ATEN_fill__Scalar: rename_op(n, op_name_of(OP_ATEN_full_like_default)); break;
+	case OP_ATEN_zero__default: rename_op(n, op_name_of(OP_ATEN_zeros_like_default)); break;
 	default: rename_op(n, fname); break;
 	}
 	mutated(f, n, c0, next);
@@ -592,7 +594,7 @@ static int inplace(Fn *f, Node *n, ValueId c0, Sym fname, Node *next)
 }
 
 /* out = %buf: drop the keyword; the result is buf's new version. */
-static int out_variant(Fn *f, Node *n, uint32_t k, Node *next)
+static int out_variant(Functionalize *f, Node *n, uint32_t k, Node *next)
 {
 	if (n->kw[k].val.kind != A_VALUE)
 		return fail(f, n, "out= must name one tensor");
@@ -605,15 +607,14 @@ static int out_variant(Fn *f, Node *n, uint32_t k, Node *next)
 	return 0;
 }
 
-static int visit(Fn *f, Node *n, Node *next)
+static int visit(Functionalize *f, Node *n, Node *next)
 {
-	if (node_has_subgraph(n) || n->domain != dom_aten()) {
+	if (node_has_subgraph(n) || n->domain != S_aten) {
 		rewrite_operands(f, n);
 		return 0;
 	}
-	Sym out = sym_cstr("out");
 	for (uint32_t k = 0; k < n->nkw; k++)
-		if (n->kw[k].name == out)
+		if (n->kw[k].name == S_out)
 			return out_variant(f, n, k, next);
 	ValueId c0 = n->nargs && n->args[0].kind == A_VALUE && n->args[0].u.v ?
 			     canon(f, n->args[0].u.v) : VNONE;
@@ -632,14 +633,14 @@ static int visit(Fn *f, Node *n, Node *next)
 
 typedef VEC(char) Buf;
 
-static void buf_add(Fn *f, Buf *b, const char *s, size_t n)
+static void buf_add(Functionalize *f, Buf *b, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		VEC_PUSH(&f->m->arena, *b, s[i]);
 }
 
 /* A name as is, or quoted when it holds a space, quote or backslash. */
-static void buf_name(Fn *f, Buf *b, Sym name)
+static void buf_name(Functionalize *f, Buf *b, Sym name)
 {
 	const char *s = sym_str(name);
 	if (!strpbrk(s, " \"\\\n\t")) {
@@ -656,7 +657,7 @@ static void buf_name(Fn *f, Buf *b, Sym name)
 }
 
 /* "<input|output> <kind> <name>[ <target>]\n" */
-static void sig_line(Fn *f, Buf *b, const char *io, const char *kind, Sym name, Sym target)
+static void sig_line(Functionalize *f, Buf *b, const char *io, const char *kind, Sym name, Sym target)
 {
 	buf_add(f, b, io, strlen(io));
 	buf_add(f, b, " ", 1);
@@ -678,7 +679,7 @@ static int user_output(const Graph *g, uint32_t nuser, ValueId v)
 	return 0;
 }
 
-static void push_output(Fn *f, ValueId v)
+static void push_output(Functionalize *f, ValueId v)
 {
 	Graph *g = f->g;
 	ValueId *out = ARENA_ARRAY(&f->m->arena, ValueId, g->nout + 1);
@@ -698,7 +699,7 @@ static void push_output(Fn *f, ValueId v)
 /* Storage v (an input, parameter or buffer) was mutated: return its latest
  * version, named `<v>_updated` when it is a version this pass made or
  * renamed, i.e. a node result not otherwise returned. */
-static void add_mutation(Fn *f, Buf *b, ValueId v)
+static void add_mutation(Functionalize *f, Buf *b, ValueId v)
 {
 	static const char *const kinds[] = {
 		[VK_INPUT] = "user_input_mutation", [VK_PARAM] = "parameter_mutation",
@@ -716,13 +717,13 @@ static void add_mutation(Fn *f, Buf *b, ValueId v)
 	sig_line(f, b, "output", kinds[in->kind], x->name, in->kind == VK_INPUT ? in->name : in->key);
 }
 
-static int is_mutated(Fn *f, ValueId v)
+static int is_mutated(Functionalize *f, ValueId v)
 {
 	VState *s = st(f, v);
 	return s->ver > 0 && s->cur && s->cur != v;
 }
 
-static void set_meta(Fn *f, Buf *b)
+static void set_meta(Functionalize *f, Buf *b)
 {
 	Graph *g = f->g;
 	Str s = { arena_strndup(&f->m->arena, b->v, b->n), b->n };
@@ -749,13 +750,13 @@ static ValueId storage_at(const Graph *g, uint32_t i)
 	return i < g->nin ? g->in[i] : g->inits.v[i - g->nin];
 }
 
-static int is_storage(Fn *f, uint32_t i)
+static int is_storage(Functionalize *f, uint32_t i)
 {
 	const Value *v = val(f->m, storage_at(f->g, i));
 	return i < f->g->nin ? v->kind == VK_INPUT : v->kind == VK_PARAM || v->kind == VK_BUFFER;
 }
 
-static void describe_inputs(Fn *f, Buf *b)
+static void describe_inputs(Functionalize *f, Buf *b)
 {
 	static const char *const kinds[] = {
 		[VK_INPUT] = "user_input", [VK_PARAM] = "parameter", [VK_BUFFER] = "buffer",
@@ -768,7 +769,7 @@ static void describe_inputs(Fn *f, Buf *b)
 }
 
 /* User outputs read the latest versions; mutated storages are appended. */
-static void finish_graph(Fn *f)
+static void finish_graph(Functionalize *f)
 {
 	Graph *g = f->g;
 	uint32_t nuser = g->nout, nmut = 0;
@@ -783,36 +784,39 @@ static void finish_graph(Fn *f)
 	describe_inputs(f, &b);
 	for (uint32_t i = 0; i < nuser; i++)
 		sig_line(f, &b, "output", "user_output",
-			 g->out[i] ? val(f->m, g->out[i])->name : sym_cstr("_"), 0);
+			 g->out[i] ? val(f->m, g->out[i])->name : S_underscore, 0);
 	for (uint32_t i = 0; i < nstorage(g); i++)
 		if (is_storage(f, i) && is_mutated(f, storage_at(g, i)))
 			add_mutation(f, &b, storage_at(g, i));
 	set_meta(f, &b);
 }
 
-static int run_graph(Fn *f, Graph *g)
+/* Subgraphs, function bodies and decomposition bodies are not entered (see
+ * the top of this file); a mutation left in one is reported by decompose,
+ * which has no decomposition for in-place ops. */
+static Status run_graph(const GraphVisit *v, void *ctx)
 {
+	Functionalize *f = ctx;
+	Graph *g = v->g;
+	if (v->depth)
+		return OK;
 	f->g = g;
+	f->err = 0;
 	for (Node *n = g->first, *next; n; n = next) {
 		next = n->next;
 		visit(f, n, next);
 	}
 	if (!f->err)
 		finish_graph(f);
-	return f->err;
+	f->failed |= f->err;
+	return OK;                  /* the other graphs are still reported on */
 }
 
-int pass_functionalize(Module *m, const PassOptions *opt)
+Status pass_functionalize(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Fn f = { m, NULL, calloc(m->vals.n, sizeof(VState)), m->vals.n, 0 };
-	int err = 0;
-	if (!f.st)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++) {
-		f.err = 0;
-		err |= run_graph(&f, m->graphs.v[i]);
-	}
+	Functionalize f = { m, NULL, xcalloc(m->vals.n, sizeof(VState)), m->vals.n, 0, 0 };
+	module_walk(m, WALK_GRAPHS, run_graph, &f);
 	free(f.st);
-	return err;
+	return f.failed ? FAILED : OK;
 }

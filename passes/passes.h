@@ -16,8 +16,8 @@ typedef struct PassOptions {
 	struct DecompLib *lib;      /* decompose: the library, loaded on first use */
 } PassOptions;
 
-/* Returns 0 on success; on failure it has reported through diag. */
-typedef int (*PassFn)(Module *m, const PassOptions *opt);
+/* FAILED after reporting through diag (ir.h: Status). */
+typedef Status (*PassFn)(Module *m, const PassOptions *opt);
 
 typedef struct Pass {
 	const char *name;
@@ -33,20 +33,18 @@ const char *pipeline_for_level(int level);
 
 typedef struct Pipeline { const Pass **v; uint32_t n, cap; } Pipeline;
 /* Parses "a,b,c"; an empty string is the empty pipeline.  On an unknown
- * name returns 0 and sets *bad to it (and *badlen). */
-int pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen);
+ * name returns FAILED (reporting nothing) and sets *bad to it (and *badlen). */
+Status pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen);
 void pipeline_free(Pipeline *p);
 
 /* The passes themselves: one file each. */
-int pass_dce(Module *m, const PassOptions *opt);
-int pass_cse(Module *m, const PassOptions *opt);
-int pass_functionalize(Module *m, const PassOptions *opt);
-int pass_decompose(Module *m, const PassOptions *opt);
-int pass_simplify(Module *m, const PassOptions *opt);
+#define PASS(name, fn, summary) Status fn(Module *m, const PassOptions *opt);
+#include "passes.def"
+#undef PASS
 
-/* decompose.c: reports every ATen-level node left in m (one error each and
- * a summary note); returns how many there were. */
-int decompose_report_unsupported(Module *m);
+/* decompose.c: reports every ATen-level node left anywhere in m (one error
+ * each and a summary note); returns how many there were. */
+uint32_t decompose_report_unsupported(Module *m);
 
 /* decomp_lib.c: the decomposition library.  User files (-decomp=FILE, in
  * order) come before the built-in directory (every *.fxir in it, sorted by
@@ -63,8 +61,8 @@ typedef struct DecompEntry {
 /* dir NULL: the decomps/ directory next to the onnxc binary. */
 DecompLib *decomp_lib_new(const char *dir, const char *const *files, int nfiles);
 void decomp_lib_free(DecompLib *lib);
-/* Reads and indexes the files once; returns 0 after reporting errors. */
-int decomp_lib_load(DecompLib *lib);
+/* Reads and indexes the files once. */
+Status decomp_lib_load(DecompLib *lib);
 /* The decompositions of domain::name in priority order; *n is their count. */
 const DecompEntry *decomp_lib_find(const DecompLib *lib, Sym domain, Sym name, uint32_t *n);
 
@@ -73,8 +71,8 @@ const DecompEntry *decomp_lib_find(const DecompLib *lib, Sym domain, Sym name, u
 typedef struct DecompTable DecompTable;
 DecompTable *decomp_table_new(void);
 void decomp_table_free(DecompTable *t);
-/* Adds m's decompositions after the ones already there; 0 on errors. */
-int decomp_table_add(DecompTable *t, Module *m);
+/* Adds m's decompositions after the ones already there. */
+Status decomp_table_add(DecompTable *t, Module *m);
 const DecompEntry *decomp_table_find(const DecompTable *t, Sym domain, Sym name, uint32_t *n);
 
 #endif

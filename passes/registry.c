@@ -4,11 +4,9 @@
 #include "passes.h"
 
 static const Pass passes[] = {
-	{ "functionalize", "in-place, out= and view mutations become functional; mutated inputs and buffers become extra outputs", pass_functionalize },
-	{ "dce", "remove nodes whose results are unused and that have no side effects", pass_dce },
-	{ "decompose", "lower ATen ops to ONNX ops with the decomposition library", pass_decompose },
-	{ "cse", "merge nodes that compute the same op on the same arguments", pass_cse },
-	{ "simplify", "remove Identity and no-op Cast/Reshape/Expand/Transpose; collapse Reshape and Transpose chains", pass_simplify },
+#define PASS(name, fn, summary) { name, summary, fn },
+#include "passes.def"
+#undef PASS
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };
@@ -23,8 +21,8 @@ const Pass *pass_lookup(const char *name, size_t len)
 
 const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
 
-/* -O0 lowers only; -O1 adds clean-ups; -O2 adds fusions.  A level names
- * only passes that exist. */
+/* -O0 lowers only; -O1 adds clean-ups.  There are no fusions yet, so -O2
+ * is -O1 (docs/passes.md says so).  A level names only passes that exist. */
 const char *pipeline_for_level(int level)
 {
 	switch (level) {
@@ -34,7 +32,7 @@ const char *pipeline_for_level(int level)
 	}
 }
 
-int pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen)
+Status pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen)
 {
 	memset(out, 0, sizeof *out);
 	while (*s) {
@@ -45,18 +43,12 @@ int pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badle
 			*bad = s;
 			*badlen = n;
 			pipeline_free(out);
-			return 0;
+			return FAILED;
 		}
-		if (out->n == out->cap) {
-			out->cap = out->cap ? out->cap * 2 : 8;
-			out->v = realloc(out->v, out->cap * sizeof *out->v);
-			if (!out->v)
-				ONNXC_BUG("out of memory");
-		}
-		out->v[out->n++] = p;
+		XVEC_PUSH(*out, p);
 		s += n + (e != NULL);
 	}
-	return 1;
+	return OK;
 }
 
 void pipeline_free(Pipeline *p)

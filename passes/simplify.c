@@ -31,29 +31,16 @@
 #include <stdlib.h>
 #include "passes.h"
 
-typedef struct Simp {
+typedef struct Simplify {
 	Module *m;
-	ValueId *repl;              /* by ValueId: what to read instead (VNONE: itself) */
+	Rewriter rw;                /* what to read instead */
 	ValueId *src;               /* by ValueId: start of its reshape chain (VNONE: itself) */
 	uint8_t *is_out;            /* by ValueId: a graph, function or subgraph output */
-} Simp;
-
-static void simplify_graph(Simp *s, Graph *g);
-
-static void rewrite(Simp *s, Arg *a)
-{
-	if (a->kind == A_VALUE && s->repl[a->u.v])
-		a->u.v = s->repl[a->u.v];
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			rewrite(s, &a->u.list[i]);
-	else if (a->kind == A_GRAPH)
-		simplify_graph(s, a->u.g);
-}
+} Simplify;
 
 /* ---- facts about values ---------------------------------------------- */
 
-static const Type *tensor_type(const Simp *s, ValueId v)
+static const Type *tensor_type(const Simplify *s, ValueId v)
 {
 	const Type *t = val(s->m, v)->type;
 	return t && t->kind == TY_TENSOR && t->dtype != DT_UNDEF ? t : NULL;
@@ -70,7 +57,7 @@ static int fully_static(const Type *t)
 }
 
 /* Same dtype and the same shape, every dim a known number. */
-static int same_static(const Simp *s, ValueId a, ValueId b)
+static int same_static(const Simplify *s, ValueId a, ValueId b)
 {
 	const Type *ta = tensor_type(s, a), *tb = tensor_type(s, b);
 	if (!fully_static(ta) || !fully_static(tb) || ta->dtype != tb->dtype || ta->rank != tb->rank)
@@ -87,27 +74,10 @@ static ValueId result(const Node *n)
 	return n->nres == 1 ? n->res[0] : VNONE;
 }
 
-static ValueId operand(const Node *n, uint32_t i)
-{
-	return i < n->nargs && n->args[i].kind == A_VALUE ? n->args[i].u.v : VNONE;
-}
-
-/* A constant tensor: a `const` value or an onnx::Constant's `value`. */
-static const Tensor *const_tensor(const Simp *s, ValueId v)
-{
-	const Value *x = val(s->m, v);
-	if (x->kind == VK_CONST)
-		return x->init;
-	if (x->kind != VK_NODE || !x->def || x->def->op != OP_ONNX_Constant)
-		return NULL;
-	const Named *k = node_kw(x->def, "value");
-	return k && k->val.kind == A_TENSOR ? k->val.u.t : NULL;
-}
-
 /* A constant 1-D integer shape with no 0 entry (0 copies an input dim). */
-static int shape_without_zero(const Simp *s, ValueId v)
+static int shape_without_zero(const Simplify *s, ValueId v)
 {
-	const Tensor *t = v ? const_tensor(s, v) : NULL;
+	const Tensor *t = const_tensor(s->m, v);
 	if (!t || !t->type || !dtype_is_int((DType)t->type->dtype) || t->type->rank != 1 ||
 	    !t->data || t->type->dims[0].v < 0)
 		return 0;
@@ -118,14 +88,14 @@ static int shape_without_zero(const Simp *s, ValueId v)
 }
 
 /* An int attribute absent or literally 0 (a function's @ref is neither). */
-static int attr_zero(const Node *n, const char *name)
+static int attr_zero(const Node *n, Sym name)
 {
 	const Named *k = node_kw(n, name);
 	return !k || ((k->val.kind == A_INT || k->val.kind == A_BOOL) && k->val.u.i == 0);
 }
 
 /* A literal list of ints, or NULL. */
-static const Arg *int_list(const Node *n, const char *name)
+static const Arg *int_list(const Node *n, Sym name)
 {
 	const Named *k = node_kw(n, name);
 	if (!k || k->val.kind != A_LIST)
@@ -136,28 +106,23 @@ static const Arg *int_list(const Node *n, const char *name)
 	return &k->val;
 }
 
-static int is_onnx(const Node *n, OpId op)
-{
-	return n && n->op == op && n->domain == dom_onnx();
-}
-
 /* ---- the rules --------------------------------------------------------- */
 
 /* r reads the same data as x: later uses of r read x, unless r is an output. */
-static void replace(Simp *s, ValueId r, ValueId x)
+static void replace(Simplify *s, ValueId r, ValueId x)
 {
 	if (r && x && !s->is_out[r])
-		s->repl[r] = x;
+		rw_set(&s->rw, r, x);
 }
 
 /* Cast's result dtype is `to`, CastLike's that of its second operand; the
  * result's own type, when given, must agree. */
-static void simplify_cast(Simp *s, Node *n, ValueId x, ValueId r)
+static void simplify_cast(Simplify *s, Node *n, ValueId x, ValueId r)
 {
 	const Type *tx = tensor_type(s, x), *tr = tensor_type(s, r);
 	DType d = DT_UNDEF;
 	if (n->op == OP_ONNX_Cast) {
-		const Named *to = node_kw(n, "to");
+		const Named *to = node_kw(n, S_to);
 		if (to && to->val.kind == A_DTYPE)
 			d = (DType)to->val.u.i;
 		else if (to && to->val.kind == A_INT)
@@ -172,15 +137,15 @@ static void simplify_cast(Simp *s, Node *n, ValueId x, ValueId r)
 }
 
 /* Reshape(chain of x, s) reads x directly when s has no 0 entry. */
-static void merge_reshape(Simp *s, Node *n, ValueId y)
+static void merge_reshape(Simplify *s, Node *n, ValueId y)
 {
 	ValueId x = s->src[y];
-	if (!x || !attr_zero(n, "allowzero") || !shape_without_zero(s, operand(n, 1)))
+	if (!x || !attr_zero(n, S_allowzero) || !shape_without_zero(s, operand(n, 1)))
 		return;
 	n->args[0].u.v = x;
 }
 
-static void simplify_reshape_like(Simp *s, Node *n, ValueId y, ValueId r)
+static void simplify_reshape_like(Simplify *s, Node *n, ValueId y, ValueId r)
 {
 	if (n->op == OP_ONNX_Reshape)
 		merge_reshape(s, n, y);
@@ -201,13 +166,13 @@ static int is_identity_perm(const Arg *p)
 }
 
 /* Transpose(Transpose(x, p1), p2) = Transpose(x, q), q[i] = p1[p2[i]]. */
-static void simplify_transpose(Simp *s, Node *n, ValueId y, ValueId r)
+static void simplify_transpose(Simplify *s, Node *n, ValueId y, ValueId r)
 {
-	const Arg *p2 = int_list(n, "perm");
+	const Arg *p2 = int_list(n, S_perm);
 	if (!p2)
 		return;
-	Node *d = val(s->m, y)->kind == VK_NODE ? val(s->m, y)->def : NULL;
-	const Arg *p1 = is_onnx(d, OP_ONNX_Transpose) && result(d) == y ? int_list(d, "perm") : NULL;
+	Node *d = match_op(s->m, y, OP_ONNX_Transpose);
+	const Arg *p1 = d && result(d) == y ? int_list(d, S_perm) : NULL;
 	if (p1 && p1->n == p2->n && operand(d, 0)) {
 		Arg *q = ARENA_ARRAY(&s->m->arena, Arg, p2->n);
 		uint32_t i = 0;
@@ -218,20 +183,20 @@ static void simplify_transpose(Simp *s, Node *n, ValueId y, ValueId r)
 			q[i] = (Arg){ .kind = A_INT, .u.i = p1->u.list[k].u.i };
 		}
 		if (i == p2->n) {
-			Named *perm = (Named *)node_kw(n, "perm");
+			Named *perm = (Named *)node_kw(n, S_perm);
 			perm->val.u.list = q;
 			n->args[0].u.v = operand(d, 0);
 			y = operand(d, 0);
 		}
 	}
-	if (is_identity_perm(int_list(n, "perm")))
+	if (is_identity_perm(int_list(n, S_perm)))
 		replace(s, r, y);
 }
 
-static void simplify_node(Simp *s, Node *n)
+static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
-	if (n->domain != dom_onnx() || !x || !r)
+	if (n->domain != S_onnx || !x || !r)
 		return;
 	switch (n->op) {
 	case OP_ONNX_Identity:
@@ -259,31 +224,24 @@ static void simplify_node(Simp *s, Node *n)
 	}
 }
 
-static void simplify_graph(Simp *s, Graph *g)
+static Status simplify_graph(const GraphVisit *v, void *ctx)
 {
-	for (Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs; i++)
-			rewrite(s, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			rewrite(s, &n->kw[i].val);
+	Simplify *s = ctx;
+	for (Node *n = v->g->first; n; n = n->next) {
+		rw_apply(&s->rw, n);
 		simplify_node(s, n);
 	}
+	return OK;
 }
 
-int pass_simplify(Module *m, const PassOptions *opt)
+/* Graph outputs are never replaced, so they need no rewriting. */
+Status pass_simplify(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Simp s = { m, calloc(m->vals.n, sizeof(ValueId)), calloc(m->vals.n, sizeof(ValueId)),
-	           module_output_marks(m) };
-	if (!s.repl || !s.src)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++)
-		simplify_graph(&s, m->graphs.v[i]);
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		simplify_graph(&s, m->funcs.v[i]->body);
-	/* Graph outputs are never replaced, so they need no rewriting. */
-	free(s.repl);
+	Simplify s = { m, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m) };
+	module_walk(m, WALK_PROGRAM, simplify_graph, &s);
+	rw_free(&s.rw);
 	free(s.src);
 	free(s.is_out);
-	return 0;
+	return OK;
 }

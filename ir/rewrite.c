@@ -1,0 +1,127 @@
+/* rewrite.c - the replacement table and the pattern helpers passes share. */
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+
+/* ---- the replacement table ------------------------------------------------ */
+void rw_free(Rewriter *rw)
+{
+	free(rw->to);
+	*rw = (Rewriter){ 0 };
+}
+
+/* Values made after the table was sized (by the pass itself) grow it. */
+void rw_set(Rewriter *rw, ValueId from, ValueId to)
+{
+	if (from >= rw->cap) {
+		uint32_t cap = rw->cap ? rw->cap : 256;
+		while (cap <= from)
+			cap *= 2;
+		rw->to = xreallocarray(rw->to, cap, sizeof *rw->to);
+		memset(rw->to + rw->cap, 0, (cap - rw->cap) * sizeof *rw->to);
+		rw->cap = cap;
+	}
+	rw->to[from] = to;
+}
+
+ValueId rw_get(const Rewriter *rw, ValueId v)
+{
+	while (v < rw->cap && rw->to[v])
+		v = rw->to[v];
+	return v;
+}
+
+static uint32_t apply_arg(const Rewriter *rw, Arg *a)
+{
+	uint32_t k = 0;
+	if (a->kind == A_VALUE) {
+		ValueId v = rw_get(rw, a->u.v);
+		k = v != a->u.v;
+		a->u.v = v;
+	} else if (a->kind == A_LIST) {
+		for (uint32_t i = 0; i < a->n; i++)
+			k += apply_arg(rw, &a->u.list[i]);
+	}
+	return k;
+}
+
+uint32_t rw_apply(const Rewriter *rw, Node *n)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n->nargs; i++)
+		k += apply_arg(rw, &n->args[i]);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		k += apply_arg(rw, &n->kw[i].val);
+	return k;
+}
+
+void rw_apply_outputs(const Rewriter *rw, Graph *g)
+{
+	for (uint32_t i = 0; i < g->nout; i++)
+		g->out[i] = rw_get(rw, g->out[i]);
+}
+
+/* ---- use counts ----------------------------------------------------------- */
+static void count_use(ValueId v, void *ctx) { ((uint32_t *)ctx)[v]++; }
+
+static Status count_graph(const GraphVisit *v, void *ctx)
+{
+	for (const Node *n = v->g->first; n; n = n->next)
+		node_each_use(n, count_use, ctx);
+	for (uint32_t i = 0; i < v->g->nout; i++)
+		count_use(v->g->out[i], ctx);
+	return OK;
+}
+
+uint32_t *module_use_counts(Module *m, unsigned what)
+{
+	uint32_t *uses = xcalloc(m->vals.n, sizeof *uses);
+	module_walk(m, what, count_graph, uses);
+	return uses;
+}
+
+/* ---- pattern helpers ------------------------------------------------------ */
+Node *def_of(const Module *m, ValueId v)
+{
+	const Value *x = v ? &m->vals.v[v] : NULL;
+	return x && x->kind == VK_NODE ? x->def : NULL;
+}
+
+Node *match_op(const Module *m, ValueId v, OpId op)
+{
+	Node *d = def_of(m, v);
+	return d && d->op == op && d->domain == op_domain(op) && d->nres && d->res[0] == v ? d : NULL;
+}
+
+ValueId operand(const Node *n, uint32_t i)
+{
+	return i < n->nargs && n->args[i].kind == A_VALUE ? n->args[i].u.v : VNONE;
+}
+
+Node *match_operand(const Module *m, const Node *n, uint32_t i, OpId op)
+{
+	return match_op(m, operand(n, i), op);
+}
+
+const Tensor *const_tensor(const Module *m, ValueId v)
+{
+	const Value *x = v ? &m->vals.v[v] : NULL;
+	if (x && x->kind == VK_CONST)
+		return x->init;
+	const Node *d = match_op(m, v, OP_ONNX_Constant);
+	const Named *k = d ? node_kw(d, S_value) : NULL;
+	return k && k->val.kind == A_TENSOR ? k->val.u.t : NULL;
+}
+
+int match_const(const Module *m, ValueId v, double x)
+{
+	const Tensor *t = const_tensor(m, v);
+	int64_t n = t && t->type ? type_numel(t->type) : -1;
+	if (n <= 0 || !t->data || t->type->dtype == DT_STR)
+		return 0;
+	DType dt = (DType)t->type->dtype;
+	for (int64_t i = 0; i < n; i++)
+		if (tensor_get_f(dt, t->data, (size_t)i) != x)
+			return 0;
+	return 1;
+}
