@@ -2,21 +2,41 @@
  * import and (with -verify-each) after every pass.
  *
  * Dominance: nodes are in order, so a value dominates its uses exactly when
- * it is defined earlier on the walk.  A subgraph sees what is defined before
- * its node; its own definitions are forgotten when it ends.  One walk, so
- * the check is linear in the size of the module. */
+ * it is defined earlier in its graph.  A subgraph sees what its enclosing
+ * graphs define before the node that holds it.  Each definition records
+ * its graph and position; a use looks up the chain of enclosing graphs
+ * (module_walk visits a graph before its subgraphs, so the chain is known),
+ * which costs the nesting depth per use, not the graph size: linear in the
+ * size of the module for any fixed depth. */
 #include <stdlib.h>
 #include <string.h>
 #include "ir.h"
 
-typedef struct Vf {
+/* Where a graph sits: its enclosing graph and the position there of the
+ * node that holds it. */
+typedef struct Scope {
+	const Graph *g;
+	const struct Scope *up;     /* the parent's scope, NULL at the top */
+	uint32_t owner_pos;
+} Scope;
+
+typedef struct Owner { const Node *n; uint32_t pos; } Owner;
+
+static int scope_is(uintptr_t item, const void *g) { return ((const Scope *)item)->g == g; }
+static int owner_is(uintptr_t item, const void *n) { return ((const Owner *)item)->n == n; }
+
+typedef struct Verifier {
 	Module *m;
-	uint8_t *defined;           /* by ValueId */
+	const Graph **def_graph;    /* by ValueId: where it is defined, NULL: nowhere yet */
+	uint32_t *def_pos;          /* by ValueId: 0 for inputs and inits, k + 1 for node k */
+	HashMap scopes;             /* Graph * -> Scope * */
+	HashMap owners;             /* Node * holding a subgraph -> Owner * */
+	VEC(void *) all;            /* the Scopes and Owners, for freeing */
+	const Scope *scope;         /* of the graph being checked */
+	uint32_t pos;               /* of the node being checked */
 	Loc loc;                    /* of the node being checked */
 	int errors;
-} Vf;
-
-static void verify_graph(Vf *v, Graph *g);
+} Verifier;
 
 static const char *opname(const Node *n, char *buf, size_t sz)
 {
@@ -24,7 +44,7 @@ static const char *opname(const Node *n, char *buf, size_t sz)
 	return buf;
 }
 
-static void err(Vf *v, Loc loc, const char *fmt, ...)
+static void err(Verifier *v, Loc loc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -33,7 +53,7 @@ static void err(Vf *v, Loc loc, const char *fmt, ...)
 	v->errors++;
 }
 
-static const char *vn(Vf *v, ValueId id)
+static const char *vn(Verifier *v, ValueId id)
 {
 	static char buf[2][200];
 	static int k;
@@ -42,7 +62,7 @@ static const char *vn(Vf *v, ValueId id)
 	return b;
 }
 
-static void define(Vf *v, ValueId id, Loc loc)
+static void define(Verifier *v, ValueId id, Loc loc)
 {
 	if (id == VNONE)
 		return;
@@ -50,45 +70,36 @@ static void define(Vf *v, ValueId id, Loc loc)
 		err(v, loc, "result refers to no value");
 		return;
 	}
-	if (v->defined[id])
+	if (v->def_graph[id])
 		err(v, loc, "value %s is defined twice", vn(v, id));
-	v->defined[id] = 1;
+	v->def_graph[id] = v->scope->g;
+	v->def_pos[id] = v->pos;
+}
+
+/* Defined in the current graph before this node, or in an enclosing graph
+ * before the node that holds the current one.  A loop over the nesting
+ * depth, not over nodes. */
+static int visible(const Verifier *v, ValueId id)
+{
+	uint32_t limit = v->pos;
+	for (const Scope *s = v->scope; s; limit = s->owner_pos, s = s->up)
+		if (v->def_graph[id] == s->g)
+			return v->def_pos[id] <= limit;
+	return 0;
 }
 
 static void use(ValueId id, void *ctx)
 {
-	Vf *v = ctx;
+	Verifier *v = ctx;
 	if (id == VNONE || id >= v->m->vals.n)
 		err(v, v->loc, "use of a missing value");
-	else if (!v->defined[id])
+	else if (!visible(v, id))
 		err(v, v->loc, "value %s is used before its definition or outside its scope", vn(v, id));
-}
-
-static void forget(Vf *v, Graph *g)
-{
-	for (uint32_t i = 0; i < g->nin; i++)
-		v->defined[g->in[i]] = 0;
-	for (uint32_t i = 0; i < g->inits.n; i++)
-		v->defined[g->inits.v[i]] = 0;
-	for (Node *n = g->first; n; n = n->next)
-		for (uint32_t i = 0; i < n->nres; i++)
-			v->defined[n->res[i]] = 0;
-}
-
-static void visit_subgraphs(Vf *v, const Arg *a)
-{
-	if (a->kind == A_GRAPH) {
-		verify_graph(v, a->u.g);
-		forget(v, a->u.g);
-	} else if (a->kind == A_LIST) {
-		for (uint32_t i = 0; i < a->n; i++)
-			visit_subgraphs(v, &a->u.list[i]);
-	}
 }
 
 static int count_in_range(int64_t n, int lo, int hi) { return n >= lo && (hi < 0 || n <= hi); }
 
-static void check_arity(Vf *v, const Node *n)
+static void check_arity(Verifier *v, const Node *n)
 {
 	const OpInfo *oi = &op_info[n->op];
 	char name[256];
@@ -108,7 +119,7 @@ static void check_arity(Vf *v, const Node *n)
 
 /* ONNX inputs are values (or none for an omitted optional one);
  * attributes are never values. */
-static void check_onnx_operands(Vf *v, const Node *n)
+static void check_onnx_operands(Verifier *v, const Node *n)
 {
 	char name[256];
 	for (uint32_t i = 0; i < n->nargs; i++)
@@ -120,12 +131,12 @@ static void check_onnx_operands(Vf *v, const Node *n)
 			    sym_str(n->kw[i].name));
 }
 
-static const Type *arg_type(Vf *v, const Arg *a)
+static const Type *arg_type(Verifier *v, const Arg *a)
 {
 	return a->kind == A_VALUE && a->u.v < v->m->vals.n ? v->m->vals.v[a->u.v].type : NULL;
 }
 
-static void check_sametype(Vf *v, const Node *n)
+static void check_sametype(Verifier *v, const Node *n)
 {
 	int dt = -1;
 	char name[256];
@@ -143,25 +154,49 @@ static void check_sametype(Vf *v, const Node *n)
 	}
 }
 
-static void verify_node(Vf *v, Node *n)
+static void verify_node(Verifier *v, Node *n)
 {
 	v->loc = n->loc;
 	node_each_use(n, use, v);
-	for (uint32_t i = 0; i < n->nargs; i++)
-		visit_subgraphs(v, &n->args[i]);
-	for (uint32_t i = 0; i < n->nkw; i++)
-		visit_subgraphs(v, &n->kw[i].val);
 	check_arity(v, n);
 	if (n->domain == S_onnx)
 		check_onnx_operands(v, n);
 	if (node_has_flag(n, OPF_SAMETYPE))
 		check_sametype(v, n);
+	if (node_has_subgraph(n)) {
+		Owner *o = xmalloc(sizeof *o);
+		*o = (Owner){ n, v->pos };
+		hashmap_intern(&v->owners, hash_u64((uintptr_t)n), owner_is, n, (uintptr_t)o);
+		XVEC_PUSH(v->all, o);
+	}
+	v->pos++;
 	for (uint32_t i = 0; i < n->nres; i++)
 		define(v, n->res[i], n->loc);
 }
 
-static void verify_graph(Vf *v, Graph *g)
+static const Scope *enter(Verifier *v, const GraphVisit *gv)
 {
+	Scope *s = xcalloc(1, sizeof *s);
+	s->g = gv->g;
+	if (gv->parent) {
+		const Owner *o = (const Owner *)hashmap_get(&v->owners, hash_u64((uintptr_t)gv->owner), owner_is, gv->owner);
+		s->up = (const Scope *)hashmap_get(&v->scopes, hash_u64((uintptr_t)gv->parent), scope_is, gv->parent);
+		s->owner_pos = o ? o->pos : 0;
+	}
+	hashmap_intern(&v->scopes, hash_u64((uintptr_t)gv->g), scope_is, gv->g, (uintptr_t)s);
+	XVEC_PUSH(v->all, s);
+	return s;
+}
+
+static Status verify_graph(const GraphVisit *gv, void *ctx)
+{
+	Verifier *v = ctx;
+	Graph *g = gv->g;
+	/* A graph shared by two attributes (arg_copy shares graphs) is checked once. */
+	if (hashmap_get(&v->scopes, hash_u64((uintptr_t)g), scope_is, g))
+		return OK;
+	v->scope = enter(v, gv);
+	v->pos = 0;
 	for (uint32_t i = 0; i < g->nin; i++)
 		define(v, g->in[i], g->loc);
 	for (uint32_t i = 0; i < g->inits.n; i++)
@@ -175,27 +210,24 @@ static void verify_graph(Vf *v, Graph *g)
 	if (count != g->nnodes)
 		err(v, g->loc, "graph node count is stale");
 	v->loc = g->loc;
+	v->pos = count + 1;
 	for (uint32_t i = 0; i < g->nout; i++)
 		use(g->out[i], v);
+	return OK;
 }
 
 int verify_module(Module *m)
 {
-	Vf v = { m, calloc(m->vals.n + 1, 1), { 0 }, 0 };
-	if (!v.defined)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < m->graphs.n; i++) {
-		verify_graph(&v, m->graphs.v[i]);
-		memset(v.defined, 0, m->vals.n);
-	}
-	for (uint32_t i = 0; i < m->funcs.n; i++) {
-		verify_graph(&v, m->funcs.v[i]->body);
-		memset(v.defined, 0, m->vals.n);
-	}
-	for (uint32_t i = 0; i < m->decomps.n; i++) {
-		verify_graph(&v, m->decomps.v[i]->body);
-		memset(v.defined, 0, m->vals.n);
-	}
-	free(v.defined);
+	Verifier v = { .m = m };
+	v.def_graph = xcalloc(m->vals.n + 1, sizeof *v.def_graph);
+	v.def_pos = xcalloc(m->vals.n + 1, sizeof *v.def_pos);
+	module_walk(m, WALK_ALL, verify_graph, &v);
+	for (uint32_t i = 0; i < v.all.n; i++)
+		free(v.all.v[i]);
+	free(v.all.v);
+	hashmap_free(&v.scopes);
+	hashmap_free(&v.owners);
+	free(v.def_graph);
+	free(v.def_pos);
 	return v.errors;
 }
