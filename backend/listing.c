@@ -19,12 +19,12 @@ typedef struct Table {
 	const struct Table *up;
 } Table;
 
-typedef struct L {
+typedef struct Listing {
 	FILE *f;
 	int indent;                 /* spaces before every line */
-} L;
+} Listing;
 
-static void line_start(L *l) { fprintf(l->f, "%*s", l->indent, ""); }
+static void line_start(Listing *l) { fprintf(l->f, "%*s", l->indent, ""); }
 
 /* ---- names and types ------------------------------------------------------ */
 
@@ -52,9 +52,7 @@ static void add_infos(Table *t, Onnx__ValueInfoProto **vi, size_t n)
 
 static void table_build(Table *t, const Onnx__GraphProto *g, const Table *up)
 {
-	t->v = calloc(g->n_input + g->n_output + g->n_value_info + g->n_initializer + 1, sizeof *t->v);
-	if (!t->v)
-		ONNXC_BUG("out of memory");
+	t->v = xcalloc(g->n_input + g->n_output + g->n_value_info + g->n_initializer + 1, sizeof *t->v);
 	t->n = 0;
 	t->up = up;
 	add_infos(t, g->input, g->n_input);
@@ -225,11 +223,11 @@ static void print_attr(FILE *f, const Onnx__AttributeProto *a)
 
 /* ---- graphs ----------------------------------------------------------------- */
 
-static void print_body(L *l, Onnx__NodeProto **nodes, size_t n, const Table *t);
+static void print_body(Listing *l, Onnx__NodeProto **nodes, size_t n, const Table *t);
 
-static void print_subgraphs(L *l, const Onnx__NodeProto *n, const Table *t);
+static void print_subgraphs(Listing *l, const Onnx__NodeProto *n, const Table *t);
 
-static void print_node(L *l, size_t i, const Onnx__NodeProto *n, const Table *t)
+static void print_node(Listing *l, size_t i, const Onnx__NodeProto *n, const Table *t)
 {
 	line_start(l);
 	fprintf(l->f, "%5zu |  # %s\n", i, n->name ? n->name : "");
@@ -254,7 +252,7 @@ static void print_node(L *l, size_t i, const Onnx__NodeProto *n, const Table *t)
 	print_subgraphs(l, n, t);
 }
 
-static void print_values(L *l, const char *what, Onnx__ValueInfoProto **v, size_t n, const Table *t)
+static void print_values(Listing *l, const char *what, Onnx__ValueInfoProto **v, size_t n, const Table *t)
 {
 	line_start(l);
 	fprintf(l->f, "    %s=(\n", what);
@@ -268,7 +266,7 @@ static void print_values(L *l, const char *what, Onnx__ValueInfoProto **v, size_
 	fputs("    ),\n", l->f);
 }
 
-static void print_inits(L *l, const Onnx__GraphProto *g)
+static void print_inits(Listing *l, const Onnx__GraphProto *g)
 {
 	line_start(l);
 	fputs("    initializers=(\n", l->f);
@@ -282,7 +280,7 @@ static void print_inits(L *l, const Onnx__GraphProto *g)
 	fputs("    ),\n", l->f);
 }
 
-static void print_graph(L *l, const Onnx__GraphProto *g, const Table *up)
+static void print_graph(Listing *l, const Onnx__GraphProto *g, const Table *up)
 {
 	Table t;
 	table_build(&t, g, up);
@@ -309,16 +307,16 @@ static void print_graph(L *l, const Onnx__GraphProto *g, const Table *up)
 	free(t.v);
 }
 
-static void print_subgraph(L *l, const char *attr, const Onnx__GraphProto *g, const Table *t)
+static void print_subgraph(Listing *l, const char *attr, const Onnx__GraphProto *g, const Table *t)
 {
-	L sub = { l->f, l->indent + 9 };
+	Listing sub = { l->f, l->indent + 9 };
 	line_start(&sub);
 	fprintf(l->f, "%s:\n", attr);
 	print_graph(&sub, g, t);
 }
 
 /* Subgraphs print under the node that holds them, indented. */
-static void print_subgraphs(L *l, const Onnx__NodeProto *n, const Table *t)
+static void print_subgraphs(Listing *l, const Onnx__NodeProto *n, const Table *t)
 {
 	for (size_t k = 0; k < n->n_attribute; k++) {
 		const Onnx__AttributeProto *a = n->attribute[k];
@@ -329,7 +327,7 @@ static void print_subgraphs(L *l, const Onnx__NodeProto *n, const Table *t)
 	}
 }
 
-static void print_body(L *l, Onnx__NodeProto **nodes, size_t n, const Table *t)
+static void print_body(Listing *l, Onnx__NodeProto **nodes, size_t n, const Table *t)
 {
 	for (size_t i = 0; i < n; i++)
 		print_node(l, i, nodes[i], t);
@@ -376,7 +374,7 @@ static void print_function(FILE *f, const Onnx__FunctionProto *fn)
 	print_names(f, "attributes", fn->attribute, fn->n_attribute);
 	print_names(f, "outputs", fn->output, fn->n_output);
 	fputs(") {\n", f);
-	L l = { f, 0 };
+	Listing l = { f, 0 };
 	print_body(&l, fn->node, fn->n_node, &t);
 	fputs("    return ", f);
 	for (size_t i = 0; i < fn->n_output; i++)
@@ -390,7 +388,7 @@ int listing_write(Module *m, FILE *out, const OnnxWriteOptions *opt)
 	OnnxBuilt b;
 	int rc = onnx_build(m, opt, 0, &b);
 	if (rc == 0) {
-		L l = { out, 0 };
+		Listing l = { out, 0 };
 		print_header(out, b.model);
 		print_graph(&l, b.model->graph, NULL);
 		for (size_t i = 0; i < b.model->n_functions; i++)

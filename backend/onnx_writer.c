@@ -22,7 +22,7 @@ enum { DEFAULT_OPSET = 18 };
 #define EXTERNAL_ALIGN 4096
 #define PAYLOAD_SLICE ((size_t)8 * 1024 * 1024)
 
-typedef struct W {
+typedef struct Writer {
 	Module *m;
 	const OnnxWriteOptions *opt;
 	Arena *a;
@@ -32,7 +32,7 @@ typedef struct W {
 	Sym s_onnx;
 	int64_t default_version;    /* the model's default-domain opset */
 	const Func *func;           /* the function whose body is being built */
-} W;
+} Writer;
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -41,9 +41,9 @@ static Loc file_loc(const char *path) { return (Loc){ sym_cstr(path), 0, 0 }; }
 /* protobuf-c wants char *; the strings are never written through. */
 static char *cs(Sym s) { return (char *)sym_str(s); }
 
-static char *str_dup(W *w, Str s) { return s.n ? arena_strndup(w->a, s.s, s.n) : NULL; }
+static char *str_dup(Writer *w, Str s) { return s.n ? arena_strndup(w->a, s.s, s.n) : NULL; }
 
-static char *afmt(W *w, const char *fmt, ...)
+static char *afmt(Writer *w, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -57,10 +57,10 @@ static char *afmt(W *w, const char *fmt, ...)
 }
 
 #define NEW(w, T, init) new_msg((w), sizeof(T), &(T)init)
-static void *new_msg(W *w, size_t sz, const void *init) { return arena_dup(w->a, init, sz); }
+static void *new_msg(Writer *w, size_t sz, const void *init) { return arena_dup(w->a, init, sz); }
 #define PTRS(w, T, n) ARENA_ARRAY((w)->a, T *, (n) ? (n) : 1)
 
-static const char *vname(W *w, ValueId v)
+static const char *vname(Writer *w, ValueId v)
 {
 	if (v == VNONE)
 		return "";
@@ -68,7 +68,7 @@ static const char *vname(W *w, ValueId v)
 	return s ? sym_str(s) : afmt(w, "_v%u", v);
 }
 
-static Onnx__StringStringEntryProto *kv(W *w, const char *k, const char *v)
+static Onnx__StringStringEntryProto *kv(Writer *w, const char *k, const char *v)
 {
 	Onnx__StringStringEntryProto *e = NEW(w, Onnx__StringStringEntryProto,
 		ONNX__STRING_STRING_ENTRY_PROTO__INIT);
@@ -77,7 +77,7 @@ static Onnx__StringStringEntryProto *kv(W *w, const char *k, const char *v)
 	return e;
 }
 
-static Onnx__StringStringEntryProto **meta_list(W *w, const MetaProp *mp, uint32_t n)
+static Onnx__StringStringEntryProto **meta_list(Writer *w, const MetaProp *mp, uint32_t n)
 {
 	Onnx__StringStringEntryProto **v = PTRS(w, Onnx__StringStringEntryProto, n);
 	for (uint32_t i = 0; i < n; i++)
@@ -86,53 +86,11 @@ static Onnx__StringStringEntryProto **meta_list(W *w, const MetaProp *mp, uint32
 	return v;
 }
 
-/* ---- SymMap: open addressing, Sym -> uint32 (names and counters) ----------- */
-
-typedef struct SymMap { Sym *key; uint32_t *val; uint32_t cap, n; } SymMap;
-
-static void symmap_free(SymMap *s) { free(s->key); free(s->val); *s = (SymMap){ 0 }; }
-
-static uint32_t *symmap_at(SymMap *s, Sym k, int insert);
-
-static void symmap_grow(SymMap *s)
-{
-	SymMap old = *s;
-	s->cap = old.cap ? old.cap * 2 : 64;
-	s->n = 0;
-	s->key = calloc(s->cap, sizeof *s->key);
-	s->val = calloc(s->cap, sizeof *s->val);
-	if (!s->key || !s->val)
-		ONNXC_BUG("out of memory");
-	for (uint32_t i = 0; i < old.cap; i++)
-		if (old.key[i])
-			*symmap_at(s, old.key[i], 1) = old.val[i];
-	symmap_free(&old);
-}
-
-/* The value slot of k; with insert, created (zero) if absent, else NULL. */
-static uint32_t *symmap_at(SymMap *s, Sym k, int insert)
-{
-	if (insert && (s->n + 1) * 2 > s->cap)
-		symmap_grow(s);
-	if (!s->cap)
-		return NULL;
-	uint32_t h = (k * 2654435761u) & (s->cap - 1);
-	while (s->key[h] && s->key[h] != k)
-		h = (h + 1) & (s->cap - 1);
-	if (s->key[h])
-		return &s->val[h];
-	if (!insert)
-		return NULL;
-	s->key[h] = k;
-	s->n++;
-	return &s->val[h];
-}
-
 /* ---- types and tensors ---------------------------------------------------- */
 
-static Onnx__TypeProto *type_proto(W *w, const Type *t);
+static Onnx__TypeProto *type_proto(Writer *w, const Type *t);
 
-static Onnx__TensorShapeProto *shape_proto(W *w, const Type *t)
+static Onnx__TensorShapeProto *shape_proto(Writer *w, const Type *t)
 {
 	Onnx__TensorShapeProto *s = NEW(w, Onnx__TensorShapeProto, ONNX__TENSOR_SHAPE_PROTO__INIT);
 	s->n_dim = (size_t)t->rank;
@@ -152,7 +110,7 @@ static Onnx__TensorShapeProto *shape_proto(W *w, const Type *t)
 	return s;
 }
 
-static Onnx__TypeProto *wrapped_type(W *w, const Type *t)
+static Onnx__TypeProto *wrapped_type(Writer *w, const Type *t)
 {
 	Onnx__TypeProto *p = NEW(w, Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
 	if (t->kind == TY_SEQ) {
@@ -168,7 +126,7 @@ static Onnx__TypeProto *wrapped_type(W *w, const Type *t)
 }
 
 /* NULL for an unknown type: the ValueInfoProto then has no type field. */
-static Onnx__TypeProto *type_proto(W *w, const Type *t)
+static Onnx__TypeProto *type_proto(Writer *w, const Type *t)
 {
 	if (!t)
 		return NULL;
@@ -186,7 +144,7 @@ static Onnx__TypeProto *type_proto(W *w, const Type *t)
 	return p;
 }
 
-static Onnx__TensorProto *tensor_head(W *w, const Type *t, const char *name)
+static Onnx__TensorProto *tensor_head(Writer *w, const Type *t, const char *name)
 {
 	Onnx__TensorProto *p = NEW(w, Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT);
 	p->name = (char *)name;
@@ -199,7 +157,7 @@ static Onnx__TensorProto *tensor_head(W *w, const Type *t, const char *name)
 	return p;
 }
 
-static void set_payload(W *w, Onnx__TensorProto *p, const uint8_t *data, size_t nbytes)
+static void set_payload(Writer *w, Onnx__TensorProto *p, const uint8_t *data, size_t nbytes)
 {
 	if (!w->with_data)
 		return;
@@ -209,7 +167,7 @@ static void set_payload(W *w, Onnx__TensorProto *p, const uint8_t *data, size_t 
 	w->out->init_bytes += nbytes;
 }
 
-static Onnx__TensorProto *tensor_proto(W *w, const Tensor *t, const char *name)
+static Onnx__TensorProto *tensor_proto(Writer *w, const Tensor *t, const char *name)
 {
 	Onnx__TensorProto *p = tensor_head(w, t->type, name);
 	if (t->type->dtype != DT_STR) {
@@ -228,7 +186,7 @@ static Onnx__TensorProto *tensor_proto(W *w, const Tensor *t, const char *name)
 
 /* ---- weights (param / buffer values) --------------------------------------- */
 
-static SafeTensors *open_weights(W *w)
+static SafeTensors *open_weights(Writer *w)
 {
 	if (w->out->weights)
 		return w->out->weights;
@@ -252,7 +210,7 @@ static int shape_matches(const Type *t, const SafeTensor *st)
 }
 
 /* The dims written are the file's: they are what the bytes hold. */
-static Onnx__TensorProto *weight_proto(W *w, ValueId id)
+static Onnx__TensorProto *weight_proto(Writer *w, ValueId id)
 {
 	const Value *v = val(w->m, id);
 	const char *key = sym_str(v->key ? v->key : v->name);
@@ -288,7 +246,7 @@ static Onnx__TensorProto *weight_proto(W *w, ValueId id)
 	return p;
 }
 
-static Onnx__TensorProto *init_proto(W *w, ValueId id)
+static Onnx__TensorProto *init_proto(Writer *w, ValueId id)
 {
 	const Value *v = val(w->m, id);
 	if (v->kind == VK_CONST) {
@@ -303,7 +261,7 @@ static Onnx__TensorProto *init_proto(W *w, ValueId id)
 
 /* ---- attributes ------------------------------------------------------------- */
 
-static Onnx__GraphProto *graph_proto(W *w, const Graph *g);
+static Onnx__GraphProto *graph_proto(Writer *w, const Graph *g);
 
 /* The ONNX attribute type a list's elements give (an empty list of unknown
  * kind is INTS, the commonest). */
@@ -352,7 +310,7 @@ static ProtobufCBinaryData arg_bytes(const Arg *a)
 	return (ProtobufCBinaryData){ a->u.s.n, (uint8_t *)a->u.s.s };
 }
 
-static void list_payload(W *w, Onnx__AttributeProto *p, const Arg *a)
+static void list_payload(Writer *w, Onnx__AttributeProto *p, const Arg *a)
 {
 	size_t n = a->n;
 	switch (p->type) {
@@ -395,7 +353,7 @@ static void list_payload(W *w, Onnx__AttributeProto *p, const Arg *a)
 	}
 }
 
-static void scalar_payload(W *w, Onnx__AttributeProto *p, const Arg *a)
+static void scalar_payload(Writer *w, Onnx__AttributeProto *p, const Arg *a)
 {
 	switch (p->type) {
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
@@ -430,7 +388,7 @@ static int arg_attr_type(const Arg *a)
 /* An attribute reference must still carry the referenced attribute's type.
  * The importer keeps it in Arg.elem; otherwise it is taken from a call of
  * the function that sets the attribute. */
-static int ref_type(W *w, const Func *f, Sym attr, const Arg *a)
+static int ref_type(Writer *w, const Func *f, Sym attr, const Arg *a)
 {
 	if (a->elem)
 		return a->elem;
@@ -443,7 +401,7 @@ static int ref_type(W *w, const Func *f, Sym attr, const Arg *a)
 	return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
 }
 
-static Onnx__AttributeProto *attr_proto(W *w, const Node *n, const Named *kw)
+static Onnx__AttributeProto *attr_proto(Writer *w, const Node *n, const Named *kw)
 {
 	const Arg *a = &kw->val;
 	if (a->kind == A_NONE)
@@ -500,13 +458,11 @@ typedef enum { PV_NAMESPACE, PV_CLASSES, PV_PATHS } ProvKey;
 
 /* namespace: "path: class" per scope joined by "/", the root scope ("")
  * as its class alone; the other two are Python lists of strings. */
-static char *prov_string(W *w, const Prov *p, ProvKey k)
+static char *prov_string(Writer *w, const Prov *p, ProvKey k)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		ONNXC_BUG("out of memory");
+	FILE *f = xmemstream(&buf, &len);
 	if (k != PV_NAMESPACE)
 		fputc('[', f);
 	for (uint32_t i = 0; i < p->nscope; i++) {
@@ -525,7 +481,7 @@ static char *prov_string(W *w, const Prov *p, ProvKey k)
 	return s;
 }
 
-static void prov_props(W *w, const Prov *p, Onnx__NodeProto *np)
+static void prov_props(Writer *w, const Prov *p, Onnx__NodeProto *np)
 {
 	Onnx__StringStringEntryProto **v = PTRS(w, Onnx__StringStringEntryProto, p->nmeta + 5);
 	size_t n = 0;
@@ -549,10 +505,40 @@ static void prov_props(W *w, const Prov *p, Onnx__NodeProto *np)
 
 /* ---- node names ------------------------------------------------------------ */
 
+typedef struct Suffix { Sym base; uint32_t next; } Suffix;
+
 typedef struct Names {
-	SymMap used;                /* names taken in this graph */
-	SymMap next;                /* base name -> next suffix to try */
+	HashMap used;               /* names taken in this graph (items: Syms) */
+	HashMap next;               /* base name -> Suffix *, the next suffix to try */
+	Arena *a;                   /* where the Suffixes live */
 } Names;
+
+static int name_used(const Names *nm, Sym s)
+{
+	return hashmap_get(&nm->used, hash_u64(s), NULL, (const void *)(uintptr_t)s) != 0;
+}
+
+static void take_name(Names *nm, Sym s)
+{
+	hashmap_intern(&nm->used, hash_u64(s), NULL, (const void *)(uintptr_t)s, s);
+}
+
+static int suffix_of(uintptr_t item, const void *base)
+{
+	return ((const Suffix *)item)->base == (Sym)(uintptr_t)base;
+}
+
+static uint32_t *next_suffix(Names *nm, Sym b)
+{
+	const void *key = (const void *)(uintptr_t)b;
+	Suffix *x = (Suffix *)hashmap_get(&nm->next, hash_u64(b), suffix_of, key);
+	if (!x) {
+		x = ARENA_NEW(nm->a, Suffix);
+		x->base = b;
+		hashmap_intern(&nm->next, hash_u64(b), suffix_of, key, (uintptr_t)x);
+	}
+	return &x->next;
+}
 
 /* The op type without an overload: "add.Tensor" -> "add". */
 static Sym op_type(Sym name)
@@ -584,23 +570,21 @@ static void scope_prefix(FILE *f, const Prov *p)
 static Sym unique_name(Names *nm, const char *base, int always_number)
 {
 	Sym b = sym_cstr(base);
-	uint32_t *next = symmap_at(&nm->next, b, 1);
-	if (!always_number && !symmap_at(&nm->used, b, 0)) {
-		symmap_at(&nm->used, b, 1);
+	uint32_t *next = next_suffix(nm, b);
+	if (!always_number && !name_used(nm, b)) {
+		take_name(nm, b);
 		return b;
 	}
 	char buf[64];
 	for (;;) {
 		size_t bl = strlen(base);
-		char *s = bl + 24 > sizeof buf ? malloc(bl + 24) : buf;
-		if (!s)
-			ONNXC_BUG("out of memory");
+		char *s = bl + 24 > sizeof buf ? xmalloc(bl + 24) : buf;
 		snprintf(s, bl + 24, "%s_%u", base, (*next)++ + (always_number ? 0 : 1));
 		Sym c = sym_cstr(s);
 		if (s != buf)
 			free(s);
-		if (!symmap_at(&nm->used, c, 0)) {
-			symmap_at(&nm->used, c, 1);
+		if (!name_used(nm, c)) {
+			take_name(nm, c);
 			return c;
 		}
 	}
@@ -610,9 +594,7 @@ static Sym derive_name(Names *nm, const Node *n)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		ONNXC_BUG("out of memory");
+	FILE *f = xmemstream(&buf, &len);
 	scope_prefix(f, n->prov);
 	int scoped = ftell(f) > 0;
 	fprintf(f, "%s%s", scoped ? "/" : "", sym_str(op_type(n->name)));
@@ -624,9 +606,9 @@ static Sym derive_name(Names *nm, const Node *n)
 
 /* ---- nodes and graphs ------------------------------------------------------ */
 
-static char *dom_str(W *w, Sym d) { return d == w->s_onnx ? "" : cs(d); }
+static char *dom_str(Writer *w, Sym d) { return d == w->s_onnx ? "" : cs(d); }
 
-static int node_io(W *w, const Node *n, Onnx__NodeProto *p)
+static int node_io(Writer *w, const Node *n, Onnx__NodeProto *p)
 {
 	p->n_input = n->nargs;
 	p->input = PTRS(w, char, n->nargs);
@@ -646,7 +628,7 @@ static int node_io(W *w, const Node *n, Onnx__NodeProto *p)
 	return 0;
 }
 
-static void node_attrs(W *w, const Node *n, Onnx__NodeProto *p)
+static void node_attrs(Writer *w, const Node *n, Onnx__NodeProto *p)
 {
 	p->attribute = PTRS(w, Onnx__AttributeProto, n->nkw);
 	for (uint32_t i = 0; i < n->nkw; i++) {
@@ -657,7 +639,7 @@ static void node_attrs(W *w, const Node *n, Onnx__NodeProto *p)
 }
 
 /* Overloads follow the IR's dotted spelling: "op.overload". */
-static void node_op(W *w, const Node *n, Onnx__NodeProto *p)
+static void node_op(Writer *w, const Node *n, Onnx__NodeProto *p)
 {
 	const char *s = sym_str(n->name), *dot = strchr(s, '.');
 	p->domain = dom_str(w, n->domain);
@@ -666,7 +648,7 @@ static void node_op(W *w, const Node *n, Onnx__NodeProto *p)
 		p->overload = (char *)dot + 1;
 }
 
-static Onnx__NodeProto *node_proto(W *w, const Node *n, Names *nm)
+static Onnx__NodeProto *node_proto(Writer *w, const Node *n, Names *nm)
 {
 	Onnx__NodeProto *p = NEW(w, Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
 	node_op(w, n, p);
@@ -682,7 +664,7 @@ static Onnx__NodeProto *node_proto(W *w, const Node *n, Names *nm)
 	return p;
 }
 
-static Onnx__ValueInfoProto *value_info(W *w, ValueId v, const Type *t)
+static Onnx__ValueInfoProto *value_info(Writer *w, ValueId v, const Type *t)
 {
 	Onnx__ValueInfoProto *p = NEW(w, Onnx__ValueInfoProto, ONNX__VALUE_INFO_PROTO__INIT);
 	p->name = (char *)vname(w, v);
@@ -694,7 +676,7 @@ typedef VEC(Onnx__NodeProto *) NodeVec;
 typedef VEC(Onnx__ValueInfoProto *) InfoVec;
 
 /* Typed results of nodes that are not outputs: ONNX's value_info. */
-static void collect_info(W *w, const Graph *g, InfoVec *iv)
+static void collect_info(Writer *w, const Graph *g, InfoVec *iv)
 {
 	for (const Node *n = g->first; n; n = n->next)
 		for (uint32_t i = 0; i < n->nres; i++) {
@@ -708,21 +690,21 @@ static void collect_info(W *w, const Graph *g, InfoVec *iv)
 }
 
 /* Explicit names are reserved first so derived ones never collide. */
-static void graph_nodes(W *w, const Graph *g, NodeVec *nv)
+static void graph_nodes(Writer *w, const Graph *g, NodeVec *nv)
 {
-	Names nm = { 0 };
+	Names nm = { .a = w->a };
 	for (const Node *n = g->first; n; n = n->next)
 		if (n->node_name)
-			symmap_at(&nm.used, n->node_name, 1);
+			take_name(&nm, n->node_name);
 	for (const Node *n = g->first; n; n = n->next)
 		VEC_PUSH(w->a, *nv, node_proto(w, n, &nm));
-	symmap_free(&nm.used);
-	symmap_free(&nm.next);
+	hashmap_free(&nm.used);
+	hashmap_free(&nm.next);
 }
 
 static int is_input(const Value *v) { return v->kind == VK_INPUT; }
 
-static void graph_inputs(W *w, const Graph *g, Onnx__GraphProto *p)
+static void graph_inputs(Writer *w, const Graph *g, Onnx__GraphProto *p)
 {
 	p->input = PTRS(w, Onnx__ValueInfoProto, g->nin);
 	for (uint32_t i = 0; i < g->nin; i++)
@@ -740,7 +722,7 @@ static void graph_inputs(W *w, const Graph *g, Onnx__GraphProto *p)
 
 /* A value returned twice gets an Identity per repeat: ONNX output names
  * must be distinct. */
-static const char *output_name(W *w, const Graph *g, uint32_t i, NodeVec *nv)
+static const char *output_name(Writer *w, const Graph *g, uint32_t i, NodeVec *nv)
 {
 	const char *name = vname(w, g->out[i]);
 	uint32_t j = 0;
@@ -761,7 +743,7 @@ static const char *output_name(W *w, const Graph *g, uint32_t i, NodeVec *nv)
 	return id->output[0];
 }
 
-static void graph_outputs(W *w, const Graph *g, Onnx__GraphProto *p, NodeVec *nv)
+static void graph_outputs(Writer *w, const Graph *g, Onnx__GraphProto *p, NodeVec *nv)
 {
 	p->n_output = g->nout;
 	p->output = PTRS(w, Onnx__ValueInfoProto, g->nout);
@@ -774,7 +756,7 @@ static void graph_outputs(W *w, const Graph *g, Onnx__GraphProto *p, NodeVec *nv
 	}
 }
 
-static Onnx__GraphProto *graph_proto(W *w, const Graph *g)
+static Onnx__GraphProto *graph_proto(Writer *w, const Graph *g)
 {
 	Onnx__GraphProto *p = NEW(w, Onnx__GraphProto, ONNX__GRAPH_PROTO__INIT);
 	p->name = g->name ? cs(g->name) : "graph";
@@ -806,7 +788,7 @@ static int has_domain(const ProtoOpsets *v, const char *d)
 	return 0;
 }
 
-static void add_opset(W *w, ProtoOpsets *v, const char *dom, int64_t version)
+static void add_opset(Writer *w, ProtoOpsets *v, const char *dom, int64_t version)
 {
 	if (has_domain(v, dom))
 		return;
@@ -817,34 +799,30 @@ static void add_opset(W *w, ProtoOpsets *v, const char *dom, int64_t version)
 	VEC_PUSH(w->a, *v, o);
 }
 
-static void graph_domains(W *w, const Graph *g, ProtoOpsets *v);
+typedef struct DomainScan { Writer *w; ProtoOpsets *v; } DomainScan;
 
-static void arg_domains(W *w, const Arg *a, ProtoOpsets *v)
+static Status scan_domains(const GraphVisit *gv, void *ctx)
 {
-	if (a->kind == A_GRAPH)
-		graph_domains(w, a->u.g, v);
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			arg_domains(w, &a->u.list[i], v);
+	DomainScan *d = ctx;
+	for (const Node *n = gv->g->first; n; n = n->next)
+		add_opset(d->w, d->v, dom_str(d->w, n->domain), n->domain == d->w->s_onnx ? d->w->default_version : 1);
+	return OK;
 }
 
-/* Every domain a graph's nodes use (subgraphs included), in first-use order. */
-static void graph_domains(W *w, const Graph *g, ProtoOpsets *v)
+/* Every domain a graph's nodes use, subgraphs included: the graph's in
+ * first-use order, then each subgraph's (module_walk's order). */
+static void graph_domains(Writer *w, Graph *g, ProtoOpsets *v)
 {
-	for (const Node *n = g->first; n; n = n->next) {
-		add_opset(w, v, dom_str(w, n->domain), n->domain == w->s_onnx ? w->default_version : 1);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			arg_domains(w, &n->kw[i].val, v);
-	}
+	graph_walk(g, scan_domains, &(DomainScan){ w, v });
 }
 
-static void declared_opsets(W *w, const Opset *o, uint32_t n, ProtoOpsets *v)
+static void declared_opsets(Writer *w, const Opset *o, uint32_t n, ProtoOpsets *v)
 {
 	for (uint32_t i = 0; i < n; i++)
 		add_opset(w, v, dom_str(w, o[i].domain), o[i].version);
 }
 
-static Onnx__OperatorSetIdProto **model_opsets(W *w, size_t *n)
+static Onnx__OperatorSetIdProto **model_opsets(Writer *w, size_t *n)
 {
 	ProtoOpsets v = { 0 };
 	declared_opsets(w, w->m->opsets.v, w->m->opsets.n, &v);
@@ -859,7 +837,7 @@ static Onnx__OperatorSetIdProto **model_opsets(W *w, size_t *n)
 	return v.v;
 }
 
-static int64_t default_version(W *w)
+static int64_t default_version(Writer *w)
 {
 	for (uint32_t i = 0; i < w->m->opsets.n; i++)
 		if (w->m->opsets.v[i].domain == w->s_onnx)
@@ -870,7 +848,7 @@ static int64_t default_version(W *w)
 /* ---- local functions -------------------------------------------------------- */
 
 /* FunctionProto has no initializers: constants become Constant nodes. */
-static Onnx__NodeProto *const_node(W *w, ValueId id)
+static Onnx__NodeProto *const_node(Writer *w, ValueId id)
 {
 	Onnx__TensorProto *t = init_proto(w, id);
 	Onnx__NodeProto *p = NEW(w, Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
@@ -895,7 +873,7 @@ static Onnx__NodeProto *const_node(W *w, ValueId id)
 	return p;
 }
 
-static void func_io(W *w, const Graph *g, Onnx__FunctionProto *p)
+static void func_io(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 {
 	p->input = PTRS(w, char, g->nin);
 	for (uint32_t i = 0; i < g->nin; i++)
@@ -907,7 +885,7 @@ static void func_io(W *w, const Graph *g, Onnx__FunctionProto *p)
 		p->output[i] = (char *)vname(w, g->out[i]);
 }
 
-static void func_body(W *w, const Graph *g, Onnx__FunctionProto *p)
+static void func_body(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 {
 	NodeVec nv = { 0 };
 	InfoVec iv = { 0 };
@@ -921,7 +899,7 @@ static void func_body(W *w, const Graph *g, Onnx__FunctionProto *p)
 	p->value_info = iv.v;
 }
 
-static Onnx__FunctionProto *func_proto(W *w, const Func *f)
+static Onnx__FunctionProto *func_proto(Writer *w, const Func *f)
 {
 	Onnx__FunctionProto *p = NEW(w, Onnx__FunctionProto, ONNX__FUNCTION_PROTO__INIT);
 	const char *s = sym_str(f->name), *dot = strchr(s, '.');
@@ -947,7 +925,7 @@ static Onnx__FunctionProto *func_proto(W *w, const Func *f)
 
 /* ---- the model ------------------------------------------------------------- */
 
-static void model_header(W *w, Onnx__ModelProto *p)
+static void model_header(Writer *w, Onnx__ModelProto *p)
 {
 	p->has_ir_version = 1;
 	p->ir_version = ONNXC_IR_VERSION;
@@ -962,7 +940,7 @@ static void model_header(W *w, Onnx__ModelProto *p)
 int onnx_build(Module *m, const OnnxWriteOptions *opt, int with_data, OnnxBuilt *out)
 {
 	*out = (OnnxBuilt){ 0 };
-	W w = { .m = m, .opt = opt, .a = &out->arena, .out = out, .with_data = with_data,
+	Writer w = { .m = m, .opt = opt, .a = &out->arena, .out = out, .with_data = with_data,
 		.s_onnx = S_onnx };
 	if (m->graphs.n == 0) {
 		diag_error(file_loc(sym_str(m->file)), "the module has no graph to write");
@@ -999,9 +977,7 @@ static int out_open(OutFile *o, const char *path)
 {
 	*o = (OutFile){ 0 };
 	size_t n = strlen(path) + 16;
-	o->tmp = malloc(n);
-	if (!o->tmp)
-		ONNXC_BUG("out of memory");
+	o->tmp = xmalloc(n);
 	snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
 	int fd = mkstemp(o->tmp);
 	if (fd < 0) {
@@ -1087,7 +1063,7 @@ static void filebuf_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 /* ---- external data ------------------------------------------------------------ */
 
 typedef struct Ext {
-	W *w;
+	Writer *w;
 	OutFile side;
 	const char *location;       /* relative to the model's directory */
 	uint64_t off;
@@ -1102,7 +1078,7 @@ static void ext_tensor(Ext *e, Onnx__TensorProto *t)
 	uint64_t pad = (EXTERNAL_ALIGN - e->off % EXTERNAL_ALIGN) % EXTERNAL_ALIGN;
 	out_write(&e->side, zeros, (size_t)pad);
 	e->off += pad;
-	W *w = e->w;
+	Writer *w = e->w;
 	out_payload(&e->side, w->out->weights, t->raw_data.data, t->raw_data.len);
 	t->n_external_data = 3;
 	t->external_data = PTRS(w, Onnx__StringStringEntryProto, 3);
@@ -1136,7 +1112,7 @@ static void ext_graph(Ext *e, Onnx__GraphProto *g)
 			ext_attr(e, g->node[i]->attribute[k]);
 }
 
-static char *side_path(W *w, const char *path, const char **location)
+static char *side_path(Writer *w, const char *path, const char **location)
 {
 	const char *file = w->opt ? w->opt->external_file : NULL;
 	const char *slash = strrchr(path, '/');
@@ -1203,7 +1179,7 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt)
 {
 	OnnxBuilt b;
 	int rc = onnx_build(m, opt, 1, &b);
-	W w = { .m = m, .opt = opt, .a = &b.arena, .out = &b };
+	Writer w = { .m = m, .opt = opt, .a = &b.arena, .out = &b };
 	Ext ext = { .w = &w };
 	const char *side = NULL;
 	if (rc == 0 && want_external(opt, &b)) {

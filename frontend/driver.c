@@ -167,9 +167,7 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-decomp-path", &v)) {
 			o->decomp_path = v;
 		} else if (match(a, "-decomp", &v)) {
-			o->decomp_files = realloc(o->decomp_files, (size_t)(o->ndecomp_files + 1) * sizeof *o->decomp_files);
-			if (!o->decomp_files)
-				ONNXC_BUG("out of memory");
+			o->decomp_files = xrealloc(o->decomp_files, (size_t)(o->ndecomp_files + 1) * sizeof *o->decomp_files);
 			o->decomp_files[o->ndecomp_files++] = v;
 		} else if (strcmp(a, "-allow-custom-ops") == 0) {
 			o->allow_custom_ops = 1;
@@ -292,9 +290,7 @@ static int emit(Module *m, const Opts *o)
 	if (!o->output || strcmp(o->output, "-") == 0)
 		return emit_text(m, o, stdout);
 	size_t n = strlen(o->output);
-	char *tmp = malloc(n + 32);
-	if (!tmp)
-		ONNXC_BUG("out of memory");
+	char *tmp = xmalloc(n + 32);
 	snprintf(tmp, n + 32, "%s.tmp%ld", o->output, (long)getpid());
 	FILE *f = fopen(tmp, "w");
 	if (!f) {

@@ -10,13 +10,13 @@
 #include "frontend.h"
 #include "parser.h"
 
-static Loc loc_at(P *p, const char *at)
+static Loc loc_at(Parser *p, const char *at)
 {
 	Lexer *l = &p->lex;
 	return (Loc){ p->file, l->line, (uint32_t)(at - l->bol) + 1 };
 }
 
-static void set_loc(P *p, YYLTYPE *lloc, const char *start)
+static void set_loc(Parser *p, YYLTYPE *lloc, const char *start)
 {
 	Lexer *l = &p->lex;
 	lloc->first_line = (int)l->line;
@@ -34,7 +34,7 @@ static int hexval(int c)
 	return -1;
 }
 
-static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str *out);
+static int unescape(Parser *p, const unsigned char *s, const unsigned char *end, Str *out);
 
 /* Decodes a "..." string whose opening quote is just behind l->cur.  A
  * string without escapes points into the source; one with escapes is
@@ -51,7 +51,7 @@ static const unsigned char str_stop[256] = {
 #undef R16
 };
 
-static void lex_string(P *p, const char *quote, Str *out)
+static void lex_string(Parser *p, const char *quote, Str *out)
 {
 	Lexer *l = &p->lex;
 	const unsigned char *s = (const unsigned char *)l->cur, *end = (const unsigned char *)l->lim;
@@ -90,7 +90,7 @@ static void lex_string(P *p, const char *quote, Str *out)
 }
 
 /* The escapes: \n \t \r \" \\ \xHH. */
-static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str *out)
+static int unescape(Parser *p, const unsigned char *s, const unsigned char *end, Str *out)
 {
 	char *buf = arena_alloc(&p->t, (size_t)(end - s) + 1);
 	size_t n = 0;
@@ -124,7 +124,7 @@ static int unescape(P *p, const unsigned char *s, const unsigned char *end, Str 
 }
 
 /* x"0a1b..." : pairs of hex digits, white space not allowed. */
-static int lex_hex(P *p, const char *start, Str *out)
+static int lex_hex(Parser *p, const char *start, Str *out)
 {
 	Lexer *l = &p->lex;
 	const char *s = l->cur, *q = s;
@@ -145,7 +145,7 @@ static int lex_hex(P *p, const char *start, Str *out)
 	return 1;
 }
 
-static int lex_int(P *p, const char *s, const char *e, int64_t *out)
+static int lex_int(Parser *p, const char *s, const char *e, int64_t *out)
 {
 	/* Up to 18 digits cannot overflow: add them up directly. */
 	if (e - s <= 18) {
@@ -212,7 +212,7 @@ static int small_decimal(const char *s, const char *e, double *out)
 	return 1;
 }
 
-static int lex_float(P *p, const char *s, const char *e, double *out)
+static int lex_float(Parser *p, const char *s, const char *e, double *out)
 {
 	if (small_decimal(s, e, out))
 		return 1;
@@ -261,7 +261,7 @@ static void lex_opname(const char *s, const char *e, OpName *out)
  * commits only once it has seen the whole construct, and reports nothing
  * before that. */
 
-static int scan(P *p, YYSTYPE *lval, YYLTYPE *lloc);
+static int scan(Parser *p, YYSTYPE *lval, YYLTYPE *lloc);
 
 static const char *blanks(const char *s)
 {
@@ -282,7 +282,7 @@ static const char *ident_end(const char *s)
 }
 
 /* The token the scanner reads at `at`, as if the lexer stood there. */
-static int scan_at(P *p, const char *at, YYSTYPE *v)
+static int scan_at(Parser *p, const char *at, YYSTYPE *v)
 {
 	YYLTYPE ll;
 	const char *keep = p->lex.cur;
@@ -320,7 +320,7 @@ static const char *plain_uint(const char *s, int64_t *out)
 /* The text at `at` starts with `last`, the spelling of the previous
  * construct of its kind: then it is that construct again, ending at the same
  * offset, since a fast path's extent depends only on the bytes it read. */
-static int repeats(P *p, const char *at, Str last)
+static int repeats(Parser *p, const char *at, Str last)
 {
 	return last.n && (size_t)(p->lex.lim - at) >= last.n && memcmp(at, last.s, last.n) == 0;
 }
@@ -336,7 +336,7 @@ static const unsigned char dims_char[256] = {
 };
 
 /* The dims of `[...]` at s (past the '['), each an integer, a name or ?. */
-static int plain_dims(P *p, const char *s, DimVec *dims)
+static int plain_dims(Parser *p, const char *s, DimVec *dims)
 {
 	s = blanks(s);
 	if (*s == ']')
@@ -370,7 +370,7 @@ static int plain_dims(P *p, const char *s, DimVec *dims)
 }
 
 /* `[dims]` right after a dtype (lval->i; the dtype's text starts at start). */
-static int fast_type(P *p, const char *start, const char **curp, YYSTYPE *lval)
+static int fast_type(Parser *p, const char *start, const char **curp, YYSTYPE *lval)
 {
 	if (repeats(p, start, p->last_type)) {
 		lval->type = p->last_type_val;
@@ -397,7 +397,7 @@ static int fast_type(P *p, const char *start, const char **curp, YYSTYPE *lval)
 }
 
 /* scope("path": "class", ...) after the keyword. */
-static int fast_scope(P *p, const char **curp, YYSTYPE *lval)
+static int fast_scope(Parser *p, const char **curp, YYSTYPE *lval)
 {
 	Str str[64];
 	uint32_t n = 0;
@@ -439,7 +439,7 @@ static int fast_scope(P *p, const char **curp, YYSTYPE *lval)
 }
 
 /* loc("file": line) or loc("file": line: col) after the keyword. */
-static int fast_loc(P *p, const char **curp, YYSTYPE *lval)
+static int fast_loc(Parser *p, const char **curp, YYSTYPE *lval)
 {
 	Str file;
 	int64_t line, col = 0;
@@ -460,7 +460,7 @@ static int fast_loc(P *p, const char **curp, YYSTYPE *lval)
 }
 
 /* The raw scanner: one token per call, no error-recovery skipping. */
-static int scan(P *p, YYSTYPE *lval, YYLTYPE *lloc)
+static int scan(Parser *p, YYSTYPE *lval, YYLTYPE *lloc)
 {
 	/* The cursor lives in a local so the DFA keeps it in a register; it is
 	 * stored back before anything that reads the lexer state. */
@@ -624,7 +624,7 @@ done:
  * tokens on the error's line and everything inside braces opened there (so
  * a broken graph header skips its whole body).  It resumes at the first
  * token of a later line, or at a `}` that closes the enclosing block. */
-int yylex(YYSTYPE *lval, YYLTYPE *lloc, P *p)
+int yylex(YYSTYPE *lval, YYLTYPE *lloc, Parser *p)
 {
 	Lexer *l = &p->lex;
 	for (;;) {
@@ -647,7 +647,7 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, P *p)
 
 /* Only blanks stand before the token on its line.  Asked only around
  * syntax errors, so it looks back instead of keeping count per token. */
-int lex_first_on_line(P *p, const YYLTYPE *lloc)
+int lex_first_on_line(Parser *p, const YYLTYPE *lloc)
 {
 	const char *at = p->lex.bol + lloc->first_column - 1;
 	if ((uint32_t)lloc->first_line != p->lex.line)

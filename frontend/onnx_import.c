@@ -56,9 +56,7 @@ static ValueId *slot(Imp *imp, Sym s)
 		uint32_t n = imp->nbysym ? imp->nbysym : 1024;
 		while (n <= s)
 			n *= 2;
-		imp->bysym = realloc(imp->bysym, n * sizeof *imp->bysym);
-		if (!imp->bysym)
-			ONNXC_BUG("out of memory");
+		imp->bysym = xrealloc(imp->bysym, n * sizeof *imp->bysym);
 		memset(imp->bysym + imp->nbysym, 0, (n - imp->nbysym) * sizeof *imp->bysym);
 		imp->nbysym = n;
 	}
@@ -601,9 +599,7 @@ static Sym op_name(const char *op, const char *overload)
 	if (!overload || !overload[0])
 		return sym_cstr(op);
 	size_t a = strlen(op), b = strlen(overload);
-	char *s = malloc(a + b + 2);
-	if (!s)
-		ONNXC_BUG("out of memory");
+	char *s = xmalloc(a + b + 2);
 	snprintf(s, a + b + 2, "%s.%s", op, overload);
 	Sym r = sym_cstr(s);
 	free(s);

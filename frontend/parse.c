@@ -14,7 +14,7 @@
 #include "frontend.h"
 #include "parser.h"
 
-int yyparse(P *p);
+int yyparse(Parser *p);
 
 int fxir_fast_lex = 1;
 
@@ -34,15 +34,13 @@ struct SymTab {
 
 static ValueId tab_find(SymTab *t, Sym s) { return s < t->nbind ? t->bind[s] : VNONE; }
 
-static void tab_add(P *p, SymTab *t, Sym s, ValueId v)
+static void tab_add(Parser *p, SymTab *t, Sym s, ValueId v)
 {
 	if (s >= t->nbind) {
 		uint32_t n = t->nbind ? t->nbind : 1024;
 		while (n <= s)
 			n *= 2;
-		ValueId *nb = realloc(t->bind, n * sizeof *nb);
-		if (!nb)
-			ONNXC_BUG("out of memory");
+		ValueId *nb = xrealloc(t->bind, n * sizeof *nb);
 		memset(nb + t->nbind, 0, (n - t->nbind) * sizeof *nb);
 		t->bind = nb;
 		t->nbind = n;
@@ -51,7 +49,7 @@ static void tab_add(P *p, SymTab *t, Sym s, ValueId v)
 	t->bind[s] = v;
 }
 
-static void tab_open(P *p) { VEC_PUSH(&p->pa, p->tab->marks, p->tab->undo.n); }
+static void tab_open(Parser *p) { VEC_PUSH(&p->pa, p->tab->marks, p->tab->undo.n); }
 
 static void tab_unwind(SymTab *t, uint32_t depth)
 {
@@ -78,7 +76,7 @@ static void tab_reset(SymTab *t)
 typedef struct HcEntry { uint64_t h; const void *key; uint32_t len; void *val; } HcEntry;
 struct HashCons { HcEntry *e; uint32_t n, cap; };
 
-static void hc_grow(P *p, HashCons *hc)
+static void hc_grow(Parser *p, HashCons *hc)
 {
 	uint32_t cap = hc->cap ? hc->cap * 2 : 1024;
 	HcEntry *e = ARENA_ARRAY(&p->pa, HcEntry, cap);
@@ -96,7 +94,7 @@ static void hc_grow(P *p, HashCons *hc)
 
 /* The entry holding key, or the empty one where it goes (key NULL; fill it
  * with hc_put before the next lookup in the same table). */
-static HcEntry *hc_slot(P *p, HashCons *hc, const void *key, uint32_t len)
+static HcEntry *hc_slot(Parser *p, HashCons *hc, const void *key, uint32_t len)
 {
 	if ((hc->n + 1) * 2 > hc->cap)
 		hc_grow(p, hc);
@@ -110,7 +108,7 @@ static HcEntry *hc_slot(P *p, HashCons *hc, const void *key, uint32_t len)
 	return &hc->e[j];
 }
 
-static void hc_put(P *p, HashCons *hc, HcEntry *slot, const void *key, void *val)
+static void hc_put(Parser *p, HashCons *hc, HcEntry *slot, const void *key, void *val)
 {
 	slot->key = arena_dup(&p->pa, key, slot->len);
 	slot->val = val;
@@ -118,7 +116,7 @@ static void hc_put(P *p, HashCons *hc, HcEntry *slot, const void *key, void *val
 }
 
 /* The one shared copy of len bytes at val, in the module's arena. */
-static void *hc_share(P *p, const void *val, uint32_t len)
+static void *hc_share(Parser *p, const void *val, uint32_t len)
 {
 	HcEntry *e = hc_slot(p, p->hc, val, len);
 	if (!e->key)
@@ -129,7 +127,7 @@ static void *hc_share(P *p, const void *val, uint32_t len)
 /* The lexer's fast paths remember what each spelling they read built, so a
  * type or scope seen before costs one lookup.  The slot is NULL the first
  * time; the caller stores what it builds there, or leaves it NULL. */
-void **b_memo(P *p, const char *text, uint32_t n)
+void **b_memo(Parser *p, const char *text, uint32_t n)
 {
 	HcEntry *e = hc_slot(p, p->memo, text, n);
 	if (!e->key)
@@ -138,18 +136,18 @@ void **b_memo(P *p, const char *text, uint32_t n)
 }
 
 /* A scope list as nodes keep it: one shared copy in the module's arena. */
-ScopeEntry *b_scope_shared(P *p, const ScopeEntry *v, uint32_t n)
+ScopeEntry *b_scope_shared(Parser *p, const ScopeEntry *v, uint32_t n)
 {
 	return hc_share(p, v, (uint32_t)(n * sizeof *v));
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-Loc b_loc(P *p, YYLTYPE l)
+Loc b_loc(Parser *p, YYLTYPE l)
 {
 	return (Loc){ p->file, (uint32_t)l.first_line, (uint32_t)l.first_column };
 }
 
-void yyerror(YYLTYPE *lloc, P *p, const char *msg)
+void yyerror(YYLTYPE *lloc, Parser *p, const char *msg)
 {
 	if (diag_too_many())    /* the lexer ended the input on purpose */
 		return;
@@ -187,7 +185,7 @@ static Sym opname_sym(OpName op)
 
 /* Defines a value in the current scope; a name may be defined once in a
  * graph and the graphs around it. */
-static ValueId define(P *p, Sym name, Type *t, ValueKind kind, Loc loc)
+static ValueId define(Parser *p, Sym name, Type *t, ValueKind kind, Loc loc)
 {
 	ValueId prev = tab_find(p->tab, name);
 	if (prev) {
@@ -200,7 +198,7 @@ static ValueId define(P *p, Sym name, Type *t, ValueKind kind, Loc loc)
 	return v;
 }
 
-static int in_body_check(P *p, YYLTYPE l)
+static int in_body_check(Parser *p, YYLTYPE l)
 {
 	if (!p->g)
 		return 0;
@@ -209,7 +207,7 @@ static int in_body_check(P *p, YYLTYPE l)
 	return 1;
 }
 
-static MetaProp *meta_copy(P *p, const MetaVec *kv)
+static MetaProp *meta_copy(Parser *p, const MetaVec *kv)
 {
 	MetaProp *m = ARENA_ARRAY(p->a, MetaProp, kv->n ? kv->n : 1);
 	for (uint32_t i = 0; i < kv->n; i++)
@@ -218,16 +216,16 @@ static MetaProp *meta_copy(P *p, const MetaVec *kv)
 }
 
 /* ---- module level ------------------------------------------------------- */
-void b_module_name(P *p, Sym name) { p->m->name = name; }
+void b_module_name(Parser *p, Sym name) { p->m->name = name; }
 
-void b_weights(P *p, Str file, YYLTYPE l)
+void b_weights(Parser *p, Str file, YYLTYPE l)
 {
 	if (p->m->weights)
 		diag_error(b_loc(p, l), "module already names a weights file");
 	p->m->weights = sym_intern(file.s, file.n);
 }
 
-void b_opset(P *p, Sym dom, int64_t v, YYLTYPE l)
+void b_opset(Parser *p, Sym dom, int64_t v, YYLTYPE l)
 {
 	if (v < 1 || v > 1000000) {
 		diag_error(b_loc(p, l), "opset version %lld out of range", (long long)v);
@@ -241,11 +239,11 @@ void b_opset(P *p, Sym dom, int64_t v, YYLTYPE l)
 	VEC_PUSH(p->a, *p->opsets, ((Opset){ dom, v }));
 }
 
-void b_module_meta(P *p, MetaVec *kv) { p->m->meta = meta_copy(p, kv); p->m->nmeta = kv->n; }
-void b_module_doc(P *p, Str s) { p->m->doc = str_copy(p->a, s); }
+void b_module_meta(Parser *p, MetaVec *kv) { p->m->meta = meta_copy(p, kv); p->m->nmeta = kv->n; }
+void b_module_doc(Parser *p, Str s) { p->m->doc = str_copy(p->a, s); }
 
 /* ---- graphs -------------------------------------------------------------- */
-static Graph *graph_begin(P *p, Sym name, Graph *parent, YYLTYPE l)
+static Graph *graph_begin(Parser *p, Sym name, Graph *parent, YYLTYPE l)
 {
 	Graph *g = graph_new(p->m, name, parent);
 	g->loc = b_loc(p, l);
@@ -256,7 +254,7 @@ static Graph *graph_begin(P *p, Sym name, Graph *parent, YYLTYPE l)
 	return g;
 }
 
-Graph *b_graph_begin(P *p, Sym name, YYLTYPE l)
+Graph *b_graph_begin(Parser *p, Sym name, YYLTYPE l)
 {
 	tab_reset(p->tab);
 	p->func = NULL;
@@ -273,7 +271,7 @@ Graph *b_graph_begin(P *p, Sym name, YYLTYPE l)
 }
 
 /* Reports the uses that never resolved, now that the graph is complete. */
-static void report_pending(P *p)
+static void report_pending(Parser *p)
 {
 	SymTab *t = p->tab;
 	for (uint32_t i = 0; i < t->pending.n; i++) {
@@ -289,13 +287,13 @@ static void report_pending(P *p)
 	t->pending.n = 0;
 }
 
-static void graph_finish(P *p, Graph *g, YYLTYPE l)
+static void graph_finish(Parser *p, Graph *g, YYLTYPE l)
 {
 	if (!p->returned)
 		diag_error(b_loc(p, l), "graph @%s has no return", sym_str(g->name));
 }
 
-void b_graph_end(P *p, YYLTYPE l)
+void b_graph_end(Parser *p, YYLTYPE l)
 {
 	graph_finish(p, p->g, l);
 	report_pending(p);
@@ -303,7 +301,7 @@ void b_graph_end(P *p, YYLTYPE l)
 	p->g = NULL;
 }
 
-Graph *b_subgraph_begin(P *p, Sym name, YYLTYPE l)
+Graph *b_subgraph_begin(Parser *p, Sym name, YYLTYPE l)
 {
 	if (!p->g) {
 		diag_error(b_loc(p, l), "a subgraph may only appear inside a graph");
@@ -312,7 +310,7 @@ Graph *b_subgraph_begin(P *p, Sym name, YYLTYPE l)
 	return graph_begin(p, name, p->g, l);
 }
 
-Graph *b_subgraph_end(P *p)
+Graph *b_subgraph_end(Parser *p)
 {
 	Graph *g = p->g;
 	Loc end = g->loc;
@@ -324,7 +322,7 @@ Graph *b_subgraph_end(P *p)
 }
 
 /* A graph whose text was broken: restore the enclosing state. */
-void b_graph_abandon(P *p, Graph *g)
+void b_graph_abandon(Parser *p, Graph *g)
 {
 	if (g && g->parent && p->g == g) {
 		tab_close(p->tab);
@@ -333,20 +331,20 @@ void b_graph_abandon(P *p, Graph *g)
 	}
 }
 
-void b_input(P *p, Sym name, Type *t, YYLTYPE l)
+void b_input(Parser *p, Sym name, Type *t, YYLTYPE l)
 {
 	Graph *g = p->g;
 	if (!g)
 		return;
 	ValueId v = define(p, name, t, VK_INPUT, b_loc(p, l));
 	/* Inputs only grow while this graph's header is read, so one capacity
-	 * in P serves (graph_begin resets it). */
+	 * in Parser serves (graph_begin resets it). */
 	if (g->nin == p->incap)
 		g->in = arena_grow(p->a, g->in, &p->incap, g->nin + 1, sizeof *g->in);
 	g->in[g->nin++] = v;
 }
 
-void b_outsig(P *p, TypeVec *t)
+void b_outsig(Parser *p, TypeVec *t)
 {
 	if (!p->g)
 		return;
@@ -356,16 +354,16 @@ void b_outsig(P *p, TypeVec *t)
 	p->g->out = NULL;           /* filled by return */
 }
 
-void b_graph_meta(P *p, MetaVec *kv) { if (p->g) { p->g->meta = meta_copy(p, kv); p->g->nmeta = kv->n; } }
-void b_graph_doc(P *p, Str s) { if (p->g) p->g->doc = str_copy(p->a, s); }
+void b_graph_meta(Parser *p, MetaVec *kv) { if (p->g) { p->g->meta = meta_copy(p, kv); p->g->nmeta = kv->n; } }
+void b_graph_doc(Parser *p, Str s) { if (p->g) p->g->doc = str_copy(p->a, s); }
 
-void b_stmt_after_return(P *p, YYLTYPE l)
+void b_stmt_after_return(Parser *p, YYLTYPE l)
 {
 	diag_error(b_loc(p, l), "statement after return");
 	p->returned = 2;        /* reported once; the graph does have a return */
 }
 
-void b_init(P *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
+void b_init(Parser *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
 {
 	if (!in_body_check(p, l))
 		return;
@@ -379,7 +377,7 @@ void b_init(P *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
 	VEC_PUSH(p->a, p->g->inits, v);
 }
 
-void b_const(P *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld)
+void b_const(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld)
 {
 	if (!in_body_check(p, l))
 		return;
@@ -390,7 +388,7 @@ void b_const(P *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld)
 }
 
 /* ---- nodes --------------------------------------------------------------- */
-void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l)
+void b_call_arg(Parser *p, Call *c, Sym kw, Arg a, YYLTYPE l)
 {
 	if (!kw) {
 		if (c->kw.n)
@@ -409,7 +407,7 @@ void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l)
  * every Prov seen would catch more, at a cache miss per node.)  The trace
  * text lives in the interner, so equal traces are one pointer and the
  * record compares as bytes. */
-static Prov *make_prov(P *p, Trailers *tr)
+static Prov *make_prov(Parser *p, Trailers *tr)
 {
 	if (!tr->has_prov)
 		return NULL;
@@ -436,7 +434,7 @@ static Prov *make_prov(P *p, Trailers *tr)
 	return p->last_prov;
 }
 
-void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col)
+void b_trailer_loc(Parser *p, Trailers *t, Str file, int64_t line, int64_t col)
 {
 	(void)p;
 	t->prov.file = sym_intern(file.s, file.n);
@@ -445,7 +443,7 @@ void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col)
 	t->has_prov = 1;
 }
 
-void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr)
+void b_node(Parser *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr)
 {
 	if (!in_body_check(p, lr))
 		return;
@@ -476,7 +474,7 @@ void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l,
 	node_append(p->g, n);
 }
 
-void b_return(P *p, SymVec *vals, YYLTYPE l)
+void b_return(Parser *p, SymVec *vals, YYLTYPE l)
 {
 	if (!in_body_check(p, l))
 		return;
@@ -505,7 +503,7 @@ void b_return(P *p, SymVec *vals, YYLTYPE l)
 }
 
 /* ---- functions and decompositions --------------------------------------- */
-Func *b_func_begin(P *p, OpName op, YYLTYPE l)
+Func *b_func_begin(Parser *p, OpName op, YYLTYPE l)
 {
 	Func *f = ARENA_NEW(p->a, Func);
 	f->domain = op.dom;
@@ -529,7 +527,7 @@ Func *b_func_begin(P *p, OpName op, YYLTYPE l)
 	return f;
 }
 
-void b_func_attrs(P *p, SymVec *names)
+void b_func_attrs(Parser *p, SymVec *names)
 {
 	if (p->func) {
 		p->func->attrs = arena_dup(p->a, names->v, names->n * sizeof *names->v);
@@ -537,14 +535,14 @@ void b_func_attrs(P *p, SymVec *names)
 	}
 }
 
-void b_func_end(P *p, YYLTYPE l)
+void b_func_end(Parser *p, YYLTYPE l)
 {
 	b_graph_end(p, l);
 	p->func = NULL;
 	p->opsets = &p->m->opsets;
 }
 
-Decomp *b_decomp_begin(P *p, OpName op, YYLTYPE l)
+Decomp *b_decomp_begin(Parser *p, OpName op, YYLTYPE l)
 {
 	Decomp *d = ARENA_NEW(p->a, Decomp);
 	d->domain = op.dom;
@@ -566,7 +564,7 @@ static DParam *find_dparam(Decomp *d, Sym name)
 	return NULL;
 }
 
-void b_dparam(P *p, int kind, Sym name, Arg *deflt, YYLTYPE l)
+void b_dparam(Parser *p, int kind, Sym name, Arg *deflt, YYLTYPE l)
 {
 	Decomp *d = p->decomp;
 	if (!d)
@@ -583,7 +581,7 @@ void b_dparam(P *p, int kind, Sym name, Arg *deflt, YYLTYPE l)
 		b_input(p, name, NULL, l);
 }
 
-void b_guard(P *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l)
+void b_guard(Parser *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l)
 {
 	Decomp *d = p->decomp;
 	if (!d)
@@ -599,14 +597,14 @@ void b_guard(P *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l)
 	d->guards = ng;
 }
 
-void b_decomp_end(P *p, YYLTYPE l)
+void b_decomp_end(Parser *p, YYLTYPE l)
 {
 	b_graph_end(p, l);
 	p->decomp = NULL;
 }
 
 /* ---- argument values ---------------------------------------------------- */
-Arg b_value_ref(P *p, Sym name, YYLTYPE l)
+Arg b_value_ref(Parser *p, Sym name, YYLTYPE l)
 {
 	ValueId e = tab_find(p->tab, name);
 	if (e)
@@ -615,7 +613,7 @@ Arg b_value_ref(P *p, Sym name, YYLTYPE l)
 	return (Arg){ .kind = A_NONE };
 }
 
-Arg b_param_ref(P *p, Sym name, YYLTYPE l)
+Arg b_param_ref(Parser *p, Sym name, YYLTYPE l)
 {
 	if (!p->decomp)
 		diag_error(b_loc(p, l), "$%s: literal parameters exist only in decompositions", sym_str(name));
@@ -624,7 +622,7 @@ Arg b_param_ref(P *p, Sym name, YYLTYPE l)
 	return (Arg){ .kind = A_PARAM, .u.sym = name };
 }
 
-Arg b_attr_ref(P *p, Sym name, YYLTYPE l)
+Arg b_attr_ref(Parser *p, Sym name, YYLTYPE l)
 {
 	Func *f = p->func;
 	int ok = 0;
@@ -637,13 +635,13 @@ Arg b_attr_ref(P *p, Sym name, YYLTYPE l)
 	return (Arg){ .kind = A_ATTRREF, .u.sym = name };
 }
 
-Arg b_list(P *p, ArgVec *v)
+Arg b_list(Parser *p, ArgVec *v)
 {
 	(void)p;
 	return (Arg){ .kind = A_LIST, .n = v->n, .u.list = v->v };
 }
 
-Arg b_empty_list(P *p, Sym kind, YYLTYPE l)
+Arg b_empty_list(Parser *p, Sym kind, YYLTYPE l)
 {
 	static const struct { const char *name; uint8_t kind; } kinds[] = {
 		{ "int", A_INT }, { "float", A_FLOAT }, { "string", A_STR },
@@ -661,14 +659,14 @@ Arg b_empty_list(P *p, Sym kind, YYLTYPE l)
 	return a;
 }
 
-Arg b_hex(P *p, Str s)
+Arg b_hex(Parser *p, Str s)
 {
 	(void)p;
 	return (Arg){ .kind = A_STR, .elem = 1, .u.s = s };  /* elem 1 marks hex bytes */
 }
 
 /* Types are immutable, so equal types share one Type. */
-static Type *type_shared(P *p, int kind, int64_t dt, int32_t rank, const Dim *dims, Type *elem)
+static Type *type_shared(Parser *p, int kind, int64_t dt, int32_t rank, const Dim *dims, Type *elem)
 {
 	int64_t key[4 + 2 * 64];
 	uint32_t nd = rank > 0 ? (uint32_t)rank : 0;
@@ -685,20 +683,20 @@ static Type *type_shared(P *p, int kind, int64_t dt, int32_t rank, const Dim *di
 	return e->val;
 }
 
-Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked)
+Type *b_tensor_type(Parser *p, int64_t dt, DimVec *dims, int ranked)
 {
 	int32_t rank = !ranked ? -1 : dims ? (int32_t)dims->n : 0;
 	return type_shared(p, TY_TENSOR, dt, rank, dims ? dims->v : NULL, NULL);
 }
 
-Type *b_wrap_type(P *p, int kind, Type *elem) { return type_shared(p, kind, 0, -1, NULL, elem); }
+Type *b_wrap_type(Parser *p, int kind, Type *elem) { return type_shared(p, kind, 0, -1, NULL, elem); }
 
 /* Scratch vectors start with room for a few elements, so the common
  * short list is filled without a call to grow it. */
 #define VEC_START(a, T, vec, n) \
 	((vec) = ARENA_NEW(a, T), (vec)->v = arena_alloc(a, (n) * sizeof *(vec)->v), (vec)->cap = (n))
 
-DimVec *b_dims(P *p, DimVec *v, Dim d)
+DimVec *b_dims(Parser *p, DimVec *v, Dim d)
 {
 	if (!v)
 		VEC_START(&p->t, DimVec, v, 6);
@@ -706,7 +704,7 @@ DimVec *b_dims(P *p, DimVec *v, Dim d)
 	return v;
 }
 
-SymVec *b_syms(P *p, SymVec *v, Sym s)
+SymVec *b_syms(Parser *p, SymVec *v, Sym s)
 {
 	if (!v)
 		VEC_START(&p->t, SymVec, v, 4);
@@ -714,7 +712,7 @@ SymVec *b_syms(P *p, SymVec *v, Sym s)
 	return v;
 }
 
-Call *b_call_new(P *p)
+Call *b_call_new(Parser *p)
 {
 	Call *c = ARENA_NEW(&p->t, Call);
 	c->pos.v = ARENA_ARRAY(&p->t, Arg, 4);
@@ -722,7 +720,7 @@ Call *b_call_new(P *p)
 	return c;
 }
 
-Dim b_dim_int(P *p, int64_t v, YYLTYPE l)
+Dim b_dim_int(Parser *p, int64_t v, YYLTYPE l)
 {
 	if (v < 0)
 		diag_error(b_loc(p, l), "dimension must not be negative (use ? for unknown)");
@@ -731,7 +729,7 @@ Dim b_dim_int(P *p, int64_t v, YYLTYPE l)
 
 Dim b_dim_str(Str s) { return (Dim){ -1, s.n ? sym_intern(s.s, s.n) : 0 }; }
 
-TypeVec *b_types(P *p, TypeVec *v, Type *t)
+TypeVec *b_types(Parser *p, TypeVec *v, Type *t)
 {
 	if (!v)
 		VEC_START(&p->t, TypeVec, v, 4);
@@ -739,7 +737,7 @@ TypeVec *b_types(P *p, TypeVec *v, Type *t)
 	return v;
 }
 
-void b_reset(P *p)
+void b_reset(Parser *p)
 {
 	int live = p->lex.last_tok == STRING || p->lex.last_tok == HEXSTR;
 	if (!live && (!p->g || !p->g->parent))
@@ -755,14 +753,12 @@ Module *parse_fxir(const char *file, const char *text, size_t len)
 
 Module *parse_fxir_at(const char *file, const char *text, size_t len, uint32_t first_line)
 {
-	P p = { 0 };
+	Parser p = { 0 };
 	SymTab tab = { 0 };
 	HashCons hc = { 0 }, memo = { 0 };
 	char *copy = NULL;
 	if (text[len] != 0) {   /* the lexer needs a NUL sentinel at the end */
-		copy = malloc(len + 1);
-		if (!copy)
-			ONNXC_BUG("out of memory");
+		copy = xmalloc(len + 1);
 		memcpy(copy, text, len);
 		copy[len] = 0;
 		text = copy;
@@ -824,7 +820,7 @@ char *read_file(const char *path, size_t *len)
 }
 
 /* ---- tensor literals ---------------------------------------------------- */
-static void flatten(P *p, const Arg *a, ArgVec *out)
+static void flatten(Parser *p, const Arg *a, ArgVec *out)
 {
 	if (a->kind == A_LIST)
 		for (uint32_t i = 0; i < a->n; i++)
@@ -833,7 +829,7 @@ static void flatten(P *p, const Arg *a, ArgVec *out)
 		VEC_PUSH(&p->t, *out, *a);
 }
 
-static int fill_strings(P *p, Tensor *t, ArgVec *el, Loc loc)
+static int fill_strings(Parser *p, Tensor *t, ArgVec *el, Loc loc)
 {
 	t->strs = ARENA_ARRAY(p->a, Str, el->n ? el->n : 1);
 	for (uint32_t i = 0; i < el->n; i++) {
@@ -846,7 +842,7 @@ static int fill_strings(P *p, Tensor *t, ArgVec *el, Loc loc)
 	return 1;
 }
 
-static int fill_numbers(P *p, Tensor *t, ArgVec *el, Loc loc)
+static int fill_numbers(Parser *p, Tensor *t, ArgVec *el, Loc loc)
 {
 	DType dt = (DType)t->type->dtype;
 	uint8_t *d = arena_alloc(p->a, t->nbytes ? t->nbytes : 1);
@@ -867,7 +863,7 @@ static int fill_numbers(P *p, Tensor *t, ArgVec *el, Loc loc)
 	return 1;
 }
 
-Arg b_tensor(P *p, Type *ty, Arg *data, YYLTYPE lt, YYLTYPE ld)
+Arg b_tensor(Parser *p, Type *ty, Arg *data, YYLTYPE lt, YYLTYPE ld)
 {
 	Loc loc = b_loc(p, ld);
 	int64_t numel = type_numel(ty);

@@ -40,7 +40,7 @@ typedef struct Lexer {
 
 typedef struct SymTab SymTab;
 typedef struct HashCons HashCons;
-typedef struct P {
+typedef struct Parser {
 	Module *m;
 	Arena *a;                   /* the module's arena: what the IR keeps */
 	Arena t;                    /* scratch: one top-level statement's pieces */
@@ -65,68 +65,68 @@ typedef struct P {
 	uint32_t incap;             /* capacity of the current graph's inputs */
 	SymTab *tab;
 	OpsetVec *opsets;           /* where `opset` lines go */
-} P;
+} Parser;
 }
 
 %code provides {
-int yylex(YYSTYPE *lval, YYLTYPE *lloc, P *p);
-int lex_first_on_line(P *p, const YYLTYPE *lloc);
-void yyerror(YYLTYPE *lloc, P *p, const char *msg);
-Loc b_loc(P *p, YYLTYPE l);
-void b_module_name(P *p, Sym name);
-void b_weights(P *p, Str file, YYLTYPE l);
-void b_opset(P *p, Sym dom, int64_t v, YYLTYPE l);
-void b_module_meta(P *p, MetaVec *kv);
-void b_module_doc(P *p, Str s);
-Graph *b_graph_begin(P *p, Sym name, YYLTYPE l);
-void b_graph_end(P *p, YYLTYPE l);
-Graph *b_subgraph_begin(P *p, Sym name, YYLTYPE l);
-Graph *b_subgraph_end(P *p);
-void b_graph_abandon(P *p, Graph *g);
-void b_input(P *p, Sym name, Type *t, YYLTYPE l);
-void b_outsig(P *p, TypeVec *t);
-void b_graph_meta(P *p, MetaVec *kv);
-void b_graph_doc(P *p, Str s);
-void b_init(P *p, int kind, Sym name, Type *t, Str key, YYLTYPE l);
-void b_const(P *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld);
-void b_node(P *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr);
-void b_return(P *p, SymVec *vals, YYLTYPE l);
-void b_stmt_after_return(P *p, YYLTYPE l);
-Func *b_func_begin(P *p, OpName op, YYLTYPE l);
-void b_func_attrs(P *p, SymVec *names);
-void b_func_end(P *p, YYLTYPE l);
-Decomp *b_decomp_begin(P *p, OpName op, YYLTYPE l);
-void b_dparam(P *p, int kind, Sym name, Arg *deflt, YYLTYPE l);
-void b_guard(P *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l);
-void b_decomp_end(P *p, YYLTYPE l);
-Arg b_value_ref(P *p, Sym name, YYLTYPE l);
-Arg b_param_ref(P *p, Sym name, YYLTYPE l);
-Arg b_attr_ref(P *p, Sym name, YYLTYPE l);
-Arg b_list(P *p, ArgVec *v);
-Arg b_empty_list(P *p, Sym kind, YYLTYPE l);
-Arg b_tensor(P *p, Type *t, Arg *data, YYLTYPE lt, YYLTYPE ld);
-Arg b_hex(P *p, Str s);
-Type *b_tensor_type(P *p, int64_t dt, DimVec *dims, int ranked);
-Type *b_wrap_type(P *p, int kind, Type *elem);
-void b_call_arg(P *p, Call *c, Sym kw, Arg a, YYLTYPE l);
-void b_trailer_loc(P *p, Trailers *t, Str file, int64_t line, int64_t col);
-void b_reset(P *p);
-DimVec *b_dims(P *p, DimVec *v, Dim d);
-Dim b_dim_int(P *p, int64_t v, YYLTYPE l);
+int yylex(YYSTYPE *lval, YYLTYPE *lloc, Parser *p);
+int lex_first_on_line(Parser *p, const YYLTYPE *lloc);
+void yyerror(YYLTYPE *lloc, Parser *p, const char *msg);
+Loc b_loc(Parser *p, YYLTYPE l);
+void b_module_name(Parser *p, Sym name);
+void b_weights(Parser *p, Str file, YYLTYPE l);
+void b_opset(Parser *p, Sym dom, int64_t v, YYLTYPE l);
+void b_module_meta(Parser *p, MetaVec *kv);
+void b_module_doc(Parser *p, Str s);
+Graph *b_graph_begin(Parser *p, Sym name, YYLTYPE l);
+void b_graph_end(Parser *p, YYLTYPE l);
+Graph *b_subgraph_begin(Parser *p, Sym name, YYLTYPE l);
+Graph *b_subgraph_end(Parser *p);
+void b_graph_abandon(Parser *p, Graph *g);
+void b_input(Parser *p, Sym name, Type *t, YYLTYPE l);
+void b_outsig(Parser *p, TypeVec *t);
+void b_graph_meta(Parser *p, MetaVec *kv);
+void b_graph_doc(Parser *p, Str s);
+void b_init(Parser *p, int kind, Sym name, Type *t, Str key, YYLTYPE l);
+void b_const(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld);
+void b_node(Parser *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr);
+void b_return(Parser *p, SymVec *vals, YYLTYPE l);
+void b_stmt_after_return(Parser *p, YYLTYPE l);
+Func *b_func_begin(Parser *p, OpName op, YYLTYPE l);
+void b_func_attrs(Parser *p, SymVec *names);
+void b_func_end(Parser *p, YYLTYPE l);
+Decomp *b_decomp_begin(Parser *p, OpName op, YYLTYPE l);
+void b_dparam(Parser *p, int kind, Sym name, Arg *deflt, YYLTYPE l);
+void b_guard(Parser *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l);
+void b_decomp_end(Parser *p, YYLTYPE l);
+Arg b_value_ref(Parser *p, Sym name, YYLTYPE l);
+Arg b_param_ref(Parser *p, Sym name, YYLTYPE l);
+Arg b_attr_ref(Parser *p, Sym name, YYLTYPE l);
+Arg b_list(Parser *p, ArgVec *v);
+Arg b_empty_list(Parser *p, Sym kind, YYLTYPE l);
+Arg b_tensor(Parser *p, Type *t, Arg *data, YYLTYPE lt, YYLTYPE ld);
+Arg b_hex(Parser *p, Str s);
+Type *b_tensor_type(Parser *p, int64_t dt, DimVec *dims, int ranked);
+Type *b_wrap_type(Parser *p, int kind, Type *elem);
+void b_call_arg(Parser *p, Call *c, Sym kw, Arg a, YYLTYPE l);
+void b_trailer_loc(Parser *p, Trailers *t, Str file, int64_t line, int64_t col);
+void b_reset(Parser *p);
+DimVec *b_dims(Parser *p, DimVec *v, Dim d);
+Dim b_dim_int(Parser *p, int64_t v, YYLTYPE l);
 Dim b_dim_str(Str s);
-TypeVec *b_types(P *p, TypeVec *v, Type *t);
-SymVec *b_syms(P *p, SymVec *v, Sym s);
-Call *b_call_new(P *p);
-void **b_memo(P *p, const char *text, uint32_t n);
-ScopeEntry *b_scope_shared(P *p, const ScopeEntry *v, uint32_t n);
+TypeVec *b_types(Parser *p, TypeVec *v, Type *t);
+SymVec *b_syms(Parser *p, SymVec *v, Sym s);
+Call *b_call_new(Parser *p);
+void **b_memo(Parser *p, const char *text, uint32_t n);
+ScopeEntry *b_scope_shared(Parser *p, const ScopeEntry *v, uint32_t n);
 }
 
 %define api.pure full
 %define parse.error detailed
 %define api.location.type {SrcPos}
 %locations
-%lex-param {P *p}
-%parse-param {P *p}
+%lex-param {Parser *p}
+%parse-param {Parser *p}
 
 %union {
 	int64_t i;

@@ -38,6 +38,8 @@ void *xcalloc(size_t n, size_t size);           /* zeroed; n may be 0 */
 void *xrealloc(void *p, size_t n);
 void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
+/* open_memstream that does not fail. */
+FILE *xmemstream(char **buf, size_t *len);
 /* Grows a malloc'd vector {T *v; uint32_t n, cap;} by one slot (doubling). */
 #define XVEC_PUSH(vec, x) do { \
 	if ((vec).n == (vec).cap) { \

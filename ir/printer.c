@@ -9,9 +9,9 @@
 #include <string.h>
 #include "ir.h"
 
-typedef struct Pr { FILE *f; const Module *m; int ind; } Pr;
+typedef struct Printer { FILE *f; const Module *m; int ind; } Printer;
 
-static void print_graph_body(Pr *p, const Graph *g);
+static void print_graph_body(Printer *p, const Graph *g);
 
 size_t utf8_len(const unsigned char *s, const unsigned char *end)
 {
@@ -40,7 +40,7 @@ size_t utf8_len(const unsigned char *s, const unsigned char *end)
 	return n;
 }
 
-static void indent(Pr *p)
+static void indent(Printer *p)
 {
 	for (int i = 0; i < p->ind; i++)
 		fputs("  ", p->f);
@@ -316,7 +316,7 @@ static void print_tensor_data(FILE *f, const Tensor *t)
 	if ((dtype_is_float(dt) || dtype_is_int(dt)) && n <= 64) {
 		char *buf = NULL;
 		size_t len = 0;
-		FILE *mf = open_memstream(&buf, &len);
+		FILE *mf = xmemstream(&buf, &len);
 		int ok = 1;
 		if (!scalar)
 			fputc('[', mf);
@@ -350,7 +350,7 @@ static const char *list_kind_name(uint8_t k)
 	}
 }
 
-static void print_arg(Pr *p, const Arg *a)
+static void print_arg(Printer *p, const Arg *a)
 {
 	FILE *f = p->f;
 	switch ((ArgKind)a->kind) {
@@ -440,7 +440,7 @@ static void print_prov(FILE *f, const Prov *pv)
 		print_meta(f, "meta", pv->meta, pv->nmeta);
 }
 
-static void print_node(Pr *p, const Node *n)
+static void print_node(Printer *p, const Node *n)
 {
 	FILE *f = p->f;
 	const Module *m = p->m;
@@ -496,7 +496,7 @@ static void print_node(Pr *p, const Node *n)
 	fputc('\n', f);
 }
 
-static void print_init(Pr *p, ValueId id)
+static void print_init(Printer *p, ValueId id)
 {
 	const Value *v = &p->m->vals.v[id];
 	indent(p);
@@ -512,7 +512,7 @@ static void print_init(Pr *p, ValueId id)
 	fputc('\n', p->f);
 }
 
-static void print_params(Pr *p, const Graph *g)
+static void print_params(Printer *p, const Graph *g)
 {
 	fputc('(', p->f);
 	for (uint32_t i = 0; i < g->nin; i++) {
@@ -527,7 +527,7 @@ static void print_params(Pr *p, const Graph *g)
 	fputc(')', p->f);
 }
 
-static void print_outsig(Pr *p, const Graph *g)
+static void print_outsig(Printer *p, const Graph *g)
 {
 	fputs(" -> (", p->f);
 	for (uint32_t i = 0; i < g->nout; i++) {
@@ -539,7 +539,7 @@ static void print_outsig(Pr *p, const Graph *g)
 }
 
 /* Prints the nodes and the return, then the closing brace. */
-static void print_block(Pr *p, const Graph *g, const OpsetVec *opsets)
+static void print_block(Printer *p, const Graph *g, const OpsetVec *opsets)
 {
 	fputs(" {\n", p->f);
 	p->ind++;
@@ -569,7 +569,7 @@ static void print_block(Pr *p, const Graph *g, const OpsetVec *opsets)
 }
 
 /* name(params) -> (types) meta(...) doc(...) { body } */
-static void print_graph_head_and_body(Pr *p, const Graph *g)
+static void print_graph_head_and_body(Printer *p, const Graph *g)
 {
 	if (g->name)
 		print_sym_name(p->f, '@', g->name);
@@ -585,14 +585,14 @@ static void print_graph_head_and_body(Pr *p, const Graph *g)
 	print_block(p, g, NULL);
 }
 
-static void print_graph_body(Pr *p, const Graph *g)
+static void print_graph_body(Printer *p, const Graph *g)
 {
 	if (g->name)
 		fputc(' ', p->f);
 	print_graph_head_and_body(p, g);
 }
 
-static void print_graph(Pr *p, const Graph *g)
+static void print_graph(Printer *p, const Graph *g)
 {
 	indent(p);
 	fputs(g->name ? "graph " : "graph @\"\"", p->f);
@@ -600,7 +600,7 @@ static void print_graph(Pr *p, const Graph *g)
 	fputc('\n', p->f);
 }
 
-static void print_func(Pr *p, const Func *fn)
+static void print_func(Printer *p, const Func *fn)
 {
 	indent(p);
 	fprintf(p->f, "func %s::%s", sym_str(fn->domain), sym_str(fn->name));
@@ -616,7 +616,7 @@ static void print_func(Pr *p, const Func *fn)
 	fputc('\n', p->f);
 }
 
-static void print_decomp(Pr *p, const Decomp *d)
+static void print_decomp(Printer *p, const Decomp *d)
 {
 	indent(p);
 	fprintf(p->f, "decomp %s::%s(", sym_str(d->domain), sym_str(d->name));
@@ -645,7 +645,7 @@ static void print_decomp(Pr *p, const Decomp *d)
 
 void print_module(FILE *out, const Module *m)
 {
-	Pr p = { out, m, 1 };
+	Printer p = { out, m, 1 };
 	fputs("module ", out);
 	if (m->name) {
 		print_sym_name(out, '@', m->name);

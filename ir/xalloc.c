@@ -49,3 +49,11 @@ char *xstrdup(const char *s)
 	size_t n = strlen(s) + 1;
 	return memcpy(xmalloc(n), s, n);
 }
+
+FILE *xmemstream(char **buf, size_t *len)
+{
+	FILE *f = open_memstream(buf, len);
+	if (!f)
+		out_of_memory(0);
+	return f;
+}

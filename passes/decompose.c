@@ -937,9 +937,7 @@ static char *describe_args(const Module *m, const Node *n)
 {
 	char *s = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&s, &len);
-	if (!f)
-		ONNXC_BUG("out of memory");
+	FILE *f = xmemstream(&s, &len);
 	for (uint32_t i = 0; i < n->nargs + n->nkw; i++) {
 		fputs(i ? ", " : "", f);
 		if (i >= n->nargs)
@@ -985,9 +983,7 @@ static void summary(const Leftover *l)
 {
 	char *s = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&s, &len);
-	if (!f)
-		ONNXC_BUG("out of memory");
+	FILE *f = xmemstream(&s, &len);
 	for (uint32_t i = 0; i < l->n; i++)
 		fprintf(f, "%s%s::%s (%u)", i ? ", " : "", sym_str(l->v[i].dom), sym_str(l->v[i].name), l->v[i].count);
 	fclose(f);

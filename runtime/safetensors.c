@@ -76,9 +76,7 @@ static int read_shape(SafeTensors *st, SafeTensor *t, json_t *shape, uint64_t *n
 		return -1;
 	}
 	t->rank = (int32_t)json_array_size(shape);
-	int64_t *dims = calloc((size_t)t->rank + 1, sizeof *dims);
-	if (!dims)
-		ONNXC_BUG("out of memory");
+	int64_t *dims = xcalloc((size_t)t->rank + 1, sizeof *dims);
 	t->shape = dims;
 	*numel = 1;
 	for (int32_t i = 0; i < t->rank; i++) {
@@ -153,9 +151,7 @@ static int by_offset(const void *a, const void *b)
  * must start at or after the end of the one before it. */
 static int check_overlaps(SafeTensors *st)
 {
-	const SafeTensor **v = malloc((st->n + 1) * sizeof *v);
-	if (!v)
-		ONNXC_BUG("out of memory");
+	const SafeTensor **v = xmalloc((st->n + 1) * sizeof *v);
 	for (size_t i = 0; i < st->n; i++)
 		v[i] = &st->t[i];
 	qsort(v, st->n, sizeof *v, by_offset);
@@ -171,18 +167,14 @@ static int check_overlaps(SafeTensors *st)
 
 static int read_entries(SafeTensors *st, json_t *root)
 {
-	st->t = calloc(json_object_size(root) + 1, sizeof *st->t);
-	if (!st->t)
-		ONNXC_BUG("out of memory");
+	st->t = xcalloc(json_object_size(root) + 1, sizeof *st->t);
 	const char *key;
 	json_t *j;
 	json_object_foreach(root, key, j) {
 		if (strcmp(key, "__metadata__") == 0)
 			continue;
 		SafeTensor *t = &st->t[st->n++];
-		t->name = strdup(key);
-		if (!t->name)
-			ONNXC_BUG("out of memory");
+		t->name = xstrdup(key);
 		if (read_entry(st, t, j) != 0)
 			return -1;
 	}
@@ -216,12 +208,8 @@ static int read_header(SafeTensors *st)
 
 SafeTensors *safetensors_open(const char *path)
 {
-	SafeTensors *st = calloc(1, sizeof *st);
-	if (!st)
-		ONNXC_BUG("out of memory");
-	st->path = strdup(path);
-	if (!st->path)
-		ONNXC_BUG("out of memory");
+	SafeTensors *st = xcalloc(1, sizeof *st);
+	st->path = xstrdup(path);
 	if (map_file(st) != 0 || read_header(st) != 0) {
 		safetensors_close(st);
 		return NULL;
