@@ -94,6 +94,9 @@ static const char *const fixed[] = {
  * the op registry's names follow. */
 static void seed(void)
 {
+	captab = 1024;
+	tab = xcalloc(captab, sizeof *tab);
+	tab[0] = (Entry){ "", 0 };
 	ntab = 1;
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		if (sym_cstr(fixed[i]) != i + 1)
@@ -126,17 +129,14 @@ Sym sym_intern(const char *s, size_t n)
 
 Sym sym_cstr(const char *s) { return sym_intern(s, strlen(s)); }
 
-/* A fixed Sym may be printed before anything was interned. */
-const char *sym_str(Sym s)
+void syms_init(void)
 {
-	if (ntab == 0 && s)
+	if (ntab == 0)
 		seed();
-	return s && s < ntab ? tab[s].s : "";
 }
 
-size_t sym_len(Sym s)
-{
-	if (ntab == 0 && s)
-		seed();
-	return s && s < ntab ? tab[s].n : 0;
-}
+/* Before syms_init (module_new, op_lookup and sym_intern call it) every
+ * Sym reads as "": nothing can hold one yet. */
+const char *sym_str(Sym s) { return s < ntab ? tab[s].s : ""; }
+
+size_t sym_len(Sym s) { return s < ntab ? tab[s].n : 0; }

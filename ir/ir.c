@@ -6,6 +6,7 @@
 Module *module_new(Sym name)
 {
 	Module *m = xcalloc(1, sizeof *m);
+	syms_init();
 	m->name = name;
 	value_new(m, 0, NULL, VK_NODE);     /* VNONE */
 	return m;

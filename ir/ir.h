@@ -112,6 +112,9 @@ enum {
 #undef SYM
 	S_COUNT_
 };
+/* Interns the fixed names and then the op registry's; idempotent, and
+ * called by module_new, op_lookup and sym_intern. */
+void syms_init(void);
 Sym sym_intern(const char *s, size_t n);
 Sym sym_cstr(const char *s);
 const char *sym_str(Sym s);     /* "" for 0 */

@@ -125,15 +125,13 @@ Sym op_domain(OpId op) { return op_info[op].dom == DOM_ONNX ? S_onnx : S_aten; }
 
 Sym op_name_of(OpId op)
 {
-	if (!op_sym_end)
-		(void)sym_str(S_onnx);      /* interning seeds the registry */
+	syms_init();
 	return op_sym[op];
 }
 
 OpId op_lookup(Sym domain, Sym name)
 {
-	if (!op_sym_end)
-		(void)sym_str(S_onnx);
+	syms_init();
 	if (name >= op_sym_end || (domain != S_onnx && domain != S_aten))
 		return OP_GENERIC;
 	return by_name[domain == S_aten][name];
