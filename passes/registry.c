@@ -21,14 +21,15 @@ const Pass *pass_lookup(const char *name, size_t len)
 
 const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
 
-/* -O0 lowers only; -O1 adds clean-ups.  There are no fusions yet, so -O2
- * is -O1 (docs/passes.md says so).  A level names only passes that exist. */
+/* -O0 lowers only; -O1 adds clean-ups; -O2 adds fusions (before the last
+ * dce, which removes what they absorbed).  A level names only passes that
+ * exist. */
 const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
 	case 1: return "functionalize,decompose,cse,simplify,cse,dce";
-	default: return "functionalize,decompose,cse,simplify,cse,dce";
+	default: return "functionalize,decompose,cse,simplify,cse,fuse,dce";
 	}
 }
 
