@@ -254,6 +254,10 @@ static Status slice_plan(const KCtx *k, const RTensor *x, const SliceArgs *a, in
 			return FAILED;
 		if (step == 0 || seen[ax])
 			return rt_fail(k, step ? "axis %d is sliced twice" : "step 0 on axis %d", (int)ax);
+		/* A step longer than the dim takes one element either way; capping
+		 * it keeps the stride arithmetic from overflowing. */
+		int64_t cap = x->shape[ax] > 0 ? x->shape[ax] : 1;
+		step = step > cap ? cap : step < -cap ? -cap : step;
 		seen[ax] = 1;
 		shape[ax] = slice_dim(x->shape[ax], step, &start, a->ends[i]);
 		stride[ax] = st[ax] * step;
@@ -392,10 +396,12 @@ static Status split_sizes(const KCtx *k, RTensor *const *in, uint32_t nin, int64
 	int64_t n;
 	if ((nin > 1 && in[1] ? rt_input_ints(k, in[1], sz, &n) : rt_attr_ints(k, "split", sz, &n)) != OK)
 		return FAILED;
+	if (nout == 0)
+		return rt_fail(k, "no outputs");
 	if (n >= 0) {
 		int64_t sum = 0;
-		for (int64_t i = 0; i < n; i++)
-			sum += (*sz)[i] < 0 ? INT64_MIN / 2 : (*sz)[i];
+		for (int64_t i = 0; i < n && sum <= dim; i++)
+			sum = (*sz)[i] < 0 || (*sz)[i] > dim ? dim + 1 : sum + (*sz)[i];
 		if (n != nout || sum != dim)
 			return rt_fail(k, "split sizes do not add up to %lld in %u parts", (long long)dim, nout);
 		return OK;

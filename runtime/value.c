@@ -71,7 +71,7 @@ RTensor *rt_from_ir(Loc loc, const Tensor *t)
 {
 	const Type *ty = t->type;
 	int64_t shape[RT_MAX_RANK];
-	if (!ty || ty->kind != TY_TENSOR || ty->rank < 0 || ty->rank > RT_MAX_RANK || !t->data) {
+	if (!ty || ty->kind != TY_TENSOR || ty->rank < 0 || ty->rank > RT_MAX_RANK || (!t->data && t->nbytes)) {
 		diag_error(loc, "constant tensor without a known shape, or of a dtype the runtime lacks");
 		return NULL;
 	}
