@@ -4,8 +4,10 @@
  *
  * Floats are computed in double and rounded once to the output dtype (f16
  * and bf16 through f32); integers in int64 and wrapped to the output width,
- * so an i8 Add wraps as it does in numpy.  u64 and the dtypes without a
- * numeric reading (str, float8, 4-bit) are refused with a diagnostic.
+ * so an i8 Add wraps as it does in numpy; u64 shares the int64 bits and
+ * has its own forms where the sign matters (division, order).  The dtypes
+ * without a numeric reading (str, float8, 4-bit) are refused with a
+ * diagnostic, and so is u64 outside binary and variadic ops.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -87,12 +89,14 @@ static Status k_unary(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor *
 
 typedef enum { B_ARITH, B_CMP, B_LOGIC } BinKind;
 
-/* Integer forms return 0 on an error (division by zero). */
+/* Integer forms return 0 on an error (division by zero).  The u64 form
+ * is NULL where the int64 one gives the same bits. */
 typedef struct Binary {
 	OpId op;
 	BinKind kind;
 	double (*f)(double, double);
 	int (*i)(int64_t, int64_t, int64_t *);
+	int (*u)(uint64_t, uint64_t, uint64_t *);
 } Binary;
 
 static double f_add(double a, double b) { return a + b; }
@@ -151,6 +155,15 @@ static int i_fmod(int64_t a, int64_t b, int64_t *r)
 	return 1;
 }
 
+static int u_div(uint64_t a, uint64_t b, uint64_t *r) { return b ? (*r = a / b, 1) : 0; }
+static int u_mod(uint64_t a, uint64_t b, uint64_t *r) { return b ? (*r = a % b, 1) : 0; }
+static int u_min(uint64_t a, uint64_t b, uint64_t *r) { *r = a < b ? a : b; return 1; }
+static int u_max(uint64_t a, uint64_t b, uint64_t *r) { *r = a > b ? a : b; return 1; }
+static int u_lt(uint64_t a, uint64_t b, uint64_t *r) { *r = a < b; return 1; }
+static int u_gt(uint64_t a, uint64_t b, uint64_t *r) { *r = a > b; return 1; }
+static int u_le(uint64_t a, uint64_t b, uint64_t *r) { *r = a <= b; return 1; }
+static int u_ge(uint64_t a, uint64_t b, uint64_t *r) { *r = a >= b; return 1; }
+
 static double f_mod(double a, double b)
 {
 	double m = fmod(a, b);
@@ -158,16 +171,16 @@ static double f_mod(double a, double b)
 }
 
 static const Binary binary_ops[] = {
-	{ OP_ONNX_Add, B_ARITH, f_add, i_add }, { OP_ONNX_Sub, B_ARITH, f_sub, i_sub },
-	{ OP_ONNX_Mul, B_ARITH, f_mul, i_mul }, { OP_ONNX_Div, B_ARITH, f_div, i_div },
-	{ OP_ONNX_Mod, B_ARITH, f_mod, i_mod }, { OP_ONNX_Min, B_ARITH, f_min, i_min },
-	{ OP_ONNX_Max, B_ARITH, f_max, i_max }, { OP_ONNX_Sum, B_ARITH, f_add, i_add },
-	{ OP_ONNX_Mean, B_ARITH, f_add, i_add },
-	{ OP_ONNX_Equal, B_CMP, f_eq, i_eq }, { OP_ONNX_Less, B_CMP, f_lt, i_lt },
-	{ OP_ONNX_Greater, B_CMP, f_gt, i_gt }, { OP_ONNX_LessOrEqual, B_CMP, f_le, i_le },
-	{ OP_ONNX_GreaterOrEqual, B_CMP, f_ge, i_ge },
-	{ OP_ONNX_And, B_LOGIC, f_and, i_and }, { OP_ONNX_Or, B_LOGIC, f_or, i_or },
-	{ OP_ONNX_Xor, B_LOGIC, f_xor, i_xor },
+	{ OP_ONNX_Add, B_ARITH, f_add, i_add, NULL }, { OP_ONNX_Sub, B_ARITH, f_sub, i_sub, NULL },
+	{ OP_ONNX_Mul, B_ARITH, f_mul, i_mul, NULL }, { OP_ONNX_Div, B_ARITH, f_div, i_div, u_div },
+	{ OP_ONNX_Mod, B_ARITH, f_mod, i_mod, u_mod }, { OP_ONNX_Min, B_ARITH, f_min, i_min, u_min },
+	{ OP_ONNX_Max, B_ARITH, f_max, i_max, u_max }, { OP_ONNX_Sum, B_ARITH, f_add, i_add, NULL },
+	{ OP_ONNX_Mean, B_ARITH, f_add, i_add, NULL },
+	{ OP_ONNX_Equal, B_CMP, f_eq, i_eq, NULL }, { OP_ONNX_Less, B_CMP, f_lt, i_lt, u_lt },
+	{ OP_ONNX_Greater, B_CMP, f_gt, i_gt, u_gt }, { OP_ONNX_LessOrEqual, B_CMP, f_le, i_le, u_le },
+	{ OP_ONNX_GreaterOrEqual, B_CMP, f_ge, i_ge, u_ge },
+	{ OP_ONNX_And, B_LOGIC, f_and, i_and, NULL }, { OP_ONNX_Or, B_LOGIC, f_or, i_or, NULL },
+	{ OP_ONNX_Xor, B_LOGIC, f_xor, i_xor, NULL },
 };
 
 static const Binary *find_binary(OpId op)
@@ -180,9 +193,9 @@ static const Binary *find_binary(OpId op)
 
 static Status check_operands(const KCtx *k, const Binary *b, const RTensor *x, const RTensor *y)
 {
-	if (!numeric(x->dtype))
+	if (!numeric(x->dtype) && x->dtype != DT_U64)
 		return rt_unsupported(k, x);
-	if (!numeric(y->dtype))
+	if (!numeric(y->dtype) && y->dtype != DT_U64)
 		return rt_unsupported(k, y);
 	if (b->kind == B_LOGIC && (x->dtype != DT_BOOL || y->dtype != DT_BOOL))
 		return rt_unsupported(k, x->dtype != DT_BOOL ? x : y);
@@ -210,17 +223,23 @@ static Status binary(const KCtx *k, const Binary *b, RTensor *x, RTensor *y, RTe
 	rt_iter_init(&it, rank, shape, 2, xy);
 	for (int64_t i = 0; i < z->numel; i++, rt_iter_next(&it)) {
 		int64_t r;
+		uint64_t u;
 		if (dtype_is_float(x->dtype))
 			rt_set_f(z, i, ff(rt_get_f(x, it.off[0]), rt_get_f(y, it.off[1])));
-		else if (fi(rt_get_i(x, it.off[0]), rt_get_i(y, it.off[1]), &r))
+		else if (x->dtype == DT_U64 && b->u) {
+			if (!b->u((uint64_t)rt_get_i(x, it.off[0]), (uint64_t)rt_get_i(y, it.off[1]), &u))
+				goto div0;
+			rt_set_i(z, i, (int64_t)u);
+		} else if (fi(rt_get_i(x, it.off[0]), rt_get_i(y, it.off[1]), &r))
 			rt_set_i(z, i, r);
-		else {
-			rt_free(z);
-			return rt_fail(k, "integer division by zero");
-		}
+		else
+			goto div0;
 	}
 	*out = z;
 	return OK;
+div0:
+	rt_free(z);
+	return rt_fail(k, "integer division by zero");
 }
 
 static Status k_binary(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
@@ -239,7 +258,7 @@ static Status k_variadic(const KCtx *k, RTensor *const *in, uint32_t nin, RTenso
 	const Binary *b = find_binary(k->n->op);
 	if (nin < 1 || !in[0])
 		return rt_fail(k, "expects at least one input");
-	if (!numeric(in[0]->dtype) || in[0]->dtype == DT_BOOL)
+	if ((!numeric(in[0]->dtype) || in[0]->dtype == DT_BOOL) && in[0]->dtype != DT_U64)
 		return rt_unsupported(k, in[0]);
 	RTensor *acc = rt_copy(k->n->loc, in[0]);
 	for (uint32_t i = 1; acc && i < nin; i++) {
@@ -255,6 +274,8 @@ static Status k_variadic(const KCtx *k, RTensor *const *in, uint32_t nin, RTenso
 		for (int64_t i = 0; i < acc->numel; i++) {
 			if (dtype_is_float(acc->dtype))
 				rt_set_f(acc, i, rt_get_f(acc, i) / nin);
+			else if (acc->dtype == DT_U64)
+				rt_set_i(acc, i, (int64_t)((uint64_t)rt_get_i(acc, i) / nin));
 			else
 				rt_set_i(acc, i, rt_get_i(acc, i) / (int64_t)nin);
 		}
@@ -283,8 +304,10 @@ static Status k_pow(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **o
 	if (nin != 2 || !in[0] || !in[1])
 		return rt_fail(k, "expects two inputs");
 	RTensor *x = in[0], *y = in[1];
-	if (!numeric(x->dtype) || x->dtype == DT_BOOL || !numeric(y->dtype) || y->dtype == DT_BOOL)
-		return rt_unsupported(k, numeric(x->dtype) && x->dtype != DT_BOOL ? y : x);
+	/* A u64 exponent reads exactly as a double; a u64 base would not wrap. */
+	int y_ok = (numeric(y->dtype) || y->dtype == DT_U64) && y->dtype != DT_BOOL;
+	if (!numeric(x->dtype) || x->dtype == DT_BOOL || !y_ok)
+		return rt_unsupported(k, y_ok ? x : y);
 	if (rt_broadcast(k->n->loc, k->op, 2, in, &rank, shape) != OK)
 		return FAILED;
 	RTensor *z = rt_new(k->n->loc, x->dtype, rank, shape);
@@ -294,7 +317,7 @@ static Status k_pow(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **o
 	rt_iter_init(&it, rank, shape, 2, in);
 	int int_pow = !dtype_is_float(x->dtype) && !dtype_is_float(y->dtype);
 	for (int64_t i = 0; i < z->numel; i++, rt_iter_next(&it)) {
-		if (int_pow && rt_get_i(y, it.off[1]) >= 0)
+		if (int_pow && y->dtype != DT_U64 && rt_get_i(y, it.off[1]) >= 0)
 			rt_set_i(z, i, ipow(rt_get_i(x, it.off[0]), rt_get_i(y, it.off[1])));
 		else
 			rt_set_f(z, i, pow(rt_get_f(x, it.off[0]), rt_get_f(y, it.off[1])));
