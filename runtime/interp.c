@@ -105,10 +105,20 @@ Kernel rt_kernel(OpId op)
 		k = rt_shape_kernel(op);
 	if (!k)
 		k = rt_math_kernel(op);
+	if (!k)
+		k = rt_nn_kernel(op);
 	return k;
 }
 
-Status rt_eval_node(const Node *n, RTensor *const *in, uint32_t nin, RTensor **out)
+int rt_module_opset(const Module *m)
+{
+	for (uint32_t i = 0; i < m->opsets.n; i++)
+		if (m->opsets.v[i].domain == dom_onnx())
+			return (int)m->opsets.v[i].version;
+	return 18;
+}
+
+Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, RTensor **out)
 {
 	char op[160];
 	snprintf(op, sizeof op, "%s::%s", sym_str(n->domain), sym_str(n->name));
@@ -117,7 +127,7 @@ Status rt_eval_node(const Node *n, RTensor *const *in, uint32_t nin, RTensor **o
 		diag_error(n->loc, "no runtime kernel for %s", op);
 		return FAILED;
 	}
-	KCtx k = { n, op };
+	KCtx k = { n, op, opset };
 	for (uint32_t i = 0; i < n->nres; i++)
 		out[i] = NULL;
 	Status s = kern(&k, in, nin, out, n->nres);
@@ -139,6 +149,7 @@ typedef struct Run {
 	Graph *g;
 	const char *weights_dir;
 	SafeTensors *weights;
+	int opset;
 	RTensor **vals;             /* by ValueId */
 	uint32_t *uses;             /* remaining uses by ValueId */
 } Run;
@@ -225,7 +236,7 @@ static Status run_node(Run *r, const Node *n)
 	RTensor **in = xcalloc(n->nargs + 1, sizeof *in), **out = xcalloc(n->nres + 1, sizeof *out);
 	Status s = gather_inputs(r, n, in);
 	if (s == OK)
-		s = rt_eval_node(n, in, n->nargs, out);
+		s = rt_eval_node(n, r->opset, in, n->nargs, out);
 	for (uint32_t i = 0; s == OK && i < n->nres; i++) {
 		if (n->res[i])
 			r->vals[n->res[i]] = out[i];
@@ -262,7 +273,7 @@ static Status run_nodes(Run *r, const RTensor *const *feeds)
 
 Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs)
 {
-	Run r = { m, m->graphs.v[0], weights_dir ? weights_dir : ".", NULL, NULL, NULL };
+	Run r = { m, m->graphs.v[0], weights_dir ? weights_dir : ".", NULL, rt_module_opset(m), NULL, NULL };
 	r.vals = xcalloc(m->vals.n, sizeof *r.vals);
 	r.uses = xcalloc(m->vals.n, sizeof *r.uses);
 	Status s = run_nodes(&r, (const RTensor *const *)feeds);

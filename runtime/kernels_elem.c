@@ -85,6 +85,103 @@ static Status k_unary(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor *
 	return OK;
 }
 
+/* ---- unary with attributes ---------------------------------------------------- */
+
+typedef struct ParamUnary {
+	OpId op;
+	const char *a, *b;          /* attribute names, NULL if unused */
+	double da, db;              /* their defaults */
+	double (*f)(double x, double a, double b);
+} ParamUnary;
+
+static double f_elu(double x, double a, double b) { (void)b; return x < 0 ? a * (exp(x) - 1) : x; }
+static double f_leaky(double x, double a, double b) { (void)b; return x < 0 ? a * x : x; }
+static double f_selu(double x, double a, double g) { return x <= 0 ? g * (a * exp(x) - a) : g * x; }
+static double f_hardsig(double x, double a, double b) { return fmax(0, fmin(1, a * x + b)); }
+static double f_thresh(double x, double a, double b) { (void)b; return x > a ? x : 0; }
+static double f_celu(double x, double a, double b) { (void)b; return fmax(0, x) + fmin(0, a * (exp(x / a) - 1)); }
+
+static const ParamUnary param_ops[] = {
+	{ OP_ONNX_Elu, "alpha", NULL, 1.0, 0, f_elu },
+	{ OP_ONNX_LeakyRelu, "alpha", NULL, 0.01, 0, f_leaky },
+	{ OP_ONNX_Selu, "alpha", "gamma", 1.67326319217681884765625, 1.05070102214813232421875, f_selu },
+	{ OP_ONNX_HardSigmoid, "alpha", "beta", 0.2, 0.5, f_hardsig },
+	{ OP_ONNX_ThresholdedRelu, "alpha", NULL, 1.0, 0, f_thresh },
+	{ OP_ONNX_Celu, "alpha", NULL, 1.0, 0, f_celu },
+};
+
+static const ParamUnary *find_param(OpId op)
+{
+	for (size_t i = 0; i < sizeof param_ops / sizeof *param_ops; i++)
+		if (param_ops[i].op == op)
+			return &param_ops[i];
+	return NULL;
+}
+
+static Status k_param_unary(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	const ParamUnary *u = find_param(k->n->op);
+	if (nin < 1 || !in[0])
+		return rt_fail(k, "missing input");
+	if (!dtype_is_float(in[0]->dtype))
+		return rt_unsupported(k, in[0]);
+	double a = rt_attr_float(k, u->a, u->da), b = u->b ? rt_attr_float(k, u->b, u->db) : 0;
+	if (!(*out = rt_new(k->n->loc, in[0]->dtype, in[0]->rank, in[0]->shape)))
+		return FAILED;
+	for (int64_t i = 0; i < in[0]->numel; i++)
+		rt_set_f(*out, i, u->f(rt_get_f(in[0], i), a, b));
+	return OK;
+}
+
+/* IsNaN and IsInf: floats in, bool out. */
+static Status k_isclass(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (nin < 1 || !in[0])
+		return rt_fail(k, "missing input");
+	if (!dtype_is_float(in[0]->dtype))
+		return rt_unsupported(k, in[0]);
+	int neg = (int)rt_attr_int(k, "detect_negative", 1), pos = (int)rt_attr_int(k, "detect_positive", 1);
+	if (!(*out = rt_new(k->n->loc, DT_BOOL, in[0]->rank, in[0]->shape)))
+		return FAILED;
+	for (int64_t i = 0; i < in[0]->numel; i++) {
+		double x = rt_get_f(in[0], i);
+		int r = k->n->op == OP_ONNX_IsNaN ? isnan(x) : isinf(x) && (x > 0 ? pos : neg);
+		rt_set_i(*out, i, r != 0);
+	}
+	return OK;
+}
+
+/* Clip: bounds from inputs (opset 11 on, may be omitted) or attributes. */
+static Status k_clip(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (nin < 1 || !in[0])
+		return rt_fail(k, "missing input");
+	const RTensor *x = in[0], *lo = nin > 1 ? in[1] : NULL, *hi = nin > 2 ? in[2] : NULL;
+	if (!numeric(x->dtype) || x->dtype == DT_BOOL)
+		return rt_unsupported(k, x);
+	if ((lo && (lo->numel != 1 || lo->dtype != x->dtype)) || (hi && (hi->numel != 1 || hi->dtype != x->dtype)))
+		return rt_fail(k, "min and max must be scalars of the input's dtype");
+	if (!(*out = rt_new(k->n->loc, x->dtype, x->rank, x->shape)))
+		return FAILED;
+	int is_f = dtype_is_float(x->dtype);
+	double flo = lo ? rt_get_f(lo, 0) : rt_attr_float(k, "min", -INFINITY);
+	double fhi = hi ? rt_get_f(hi, 0) : rt_attr_float(k, "max", INFINITY);
+	int64_t ilo = lo ? rt_get_i(lo, 0) : INT64_MIN, ihi = hi ? rt_get_i(hi, 0) : INT64_MAX;
+	for (int64_t i = 0; i < x->numel; i++) {
+		double v = is_f ? rt_get_f(x, i) : 0;
+		if (is_f)
+			rt_set_f(*out, i, isnan(v) ? v : fmin(fmax(v, flo), fhi));
+		else {
+			int64_t v = rt_get_i(x, i);
+			rt_set_i(*out, i, v < ilo ? (ilo > ihi ? ihi : ilo) : v > ihi ? ihi : v);
+		}
+	}
+	return OK;
+}
+
 /* ---- binary ------------------------------------------------------------------ */
 
 typedef enum { B_ARITH, B_CMP, B_LOGIC } BinKind;
@@ -399,7 +496,13 @@ Kernel rt_elem_kernel(OpId op)
 {
 	if (find_unary(op))
 		return k_unary;
+	if (find_param(op))
+		return k_param_unary;
 	switch (op) {
+	case OP_ONNX_IsNaN: case OP_ONNX_IsInf:
+		return k_isclass;
+	case OP_ONNX_Clip:
+		return k_clip;
 	case OP_ONNX_Min: case OP_ONNX_Max: case OP_ONNX_Sum: case OP_ONNX_Mean:
 		return k_variadic;
 	case OP_ONNX_Pow:

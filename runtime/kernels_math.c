@@ -1,5 +1,6 @@
 /* kernels_math.c - reductions (ReduceSum, ReduceMean, ReduceMax, ReduceMin,
- * ReduceProd and the L1/L2/log-sum family) and MatMul.
+ * ReduceProd and the L1/L2/log-sum family), ArgMax, ArgMin, CumSum and
+ * MatMul.
  *
  * Accumulation is in double for floats and in wrapping int64 for integers,
  * one accumulator per output element.
@@ -158,6 +159,103 @@ static Status k_reduce(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor 
 	return OK;
 }
 
+/* ---- ArgMax, ArgMin, CumSum: along one axis ------------------------------------- */
+
+static void axis_split(const RTensor *x, int32_t axis, int64_t *outer, int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int32_t d = 0; d < x->rank; d++)
+		*(d < axis ? outer : inner) *= d == axis ? 1 : x->shape[d];
+}
+
+/* Compared as doubles for floats, int64 for integers; ties keep the first
+ * index unless select_last_index. */
+static int better(const RTensor *x, int64_t a, int64_t b, int want_max, int last)
+{
+	int c;
+	if (dtype_is_float(x->dtype)) {
+		double u = rt_get_f(x, a), v = rt_get_f(x, b);
+		c = u > v ? 1 : u < v ? -1 : 0;
+	} else {
+		int64_t u = rt_get_i(x, a), v = rt_get_i(x, b);
+		c = u > v ? 1 : u < v ? -1 : 0;
+	}
+	c = want_max ? c : -c;
+	return c > 0 || (c == 0 && last);
+}
+
+static Status k_argext(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	int32_t axis;
+	int64_t outer, inner, shape[RT_MAX_RANK];
+	if (nin < 1 || !in[0])
+		return rt_fail(k, "missing input");
+	const RTensor *x = in[0];
+	if (!numeric(x->dtype))
+		return rt_unsupported(k, x);
+	if (rt_axis(k, rt_attr_int(k, "axis", 0), x->rank, &axis) != OK)
+		return FAILED;
+	if (x->shape[axis] == 0)
+		return rt_fail(k, "cannot take the index of an extreme over an empty axis");
+	int keep = (int)rt_attr_int(k, "keepdims", 1), last = (int)rt_attr_int(k, "select_last_index", 0);
+	int32_t r = 0;
+	for (int32_t d = 0; d < x->rank; d++)
+		if (d != axis || keep)
+			shape[r++] = d == axis ? 1 : x->shape[d];
+	if (!(*out = rt_new(k->n->loc, DT_I64, r, shape)))
+		return FAILED;
+	axis_split(x, axis, &outer, &inner);
+	int64_t dim = x->shape[axis];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			int64_t best = 0, base = o * dim * inner + i;
+			for (int64_t j = 1; j < dim; j++)
+				if (better(x, base + j * inner, base + best * inner, k->n->op == OP_ONNX_ArgMax, last))
+					best = j;
+			rt_set_i(*out, o * inner + i, best);
+		}
+	return OK;
+}
+
+static Status k_cumsum(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	int32_t axis;
+	int64_t outer, inner;
+	if (nin < 2 || !in[0] || !in[1])
+		return rt_fail(k, "expects two inputs");
+	const RTensor *x = in[0];
+	if (!numeric(x->dtype))
+		return rt_unsupported(k, x);
+	if ((in[1]->dtype != DT_I64 && in[1]->dtype != DT_I32) || in[1]->numel != 1)
+		return rt_fail(k, "axis must be one i32 or i64");
+	if (rt_axis(k, rt_get_i(in[1], 0), x->rank, &axis) != OK || !(*out = rt_new(k->n->loc, x->dtype, x->rank, x->shape)))
+		return FAILED;
+	int excl = rt_attr_int(k, "exclusive", 0) != 0, rev = rt_attr_int(k, "reverse", 0) != 0;
+	axis_split(x, axis, &outer, &inner);
+	int64_t dim = x->shape[axis];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			double fs = 0;
+			uint64_t is = 0;
+			for (int64_t t = 0; t < dim; t++) {
+				int64_t at = o * dim * inner + (rev ? dim - 1 - t : t) * inner + i;
+				double fv = dtype_is_float(x->dtype) ? rt_get_f(x, at) : 0;
+				uint64_t iv = dtype_is_float(x->dtype) ? 0 : (uint64_t)rt_get_i(x, at);
+				if (!excl)
+					fs += fv, is += iv;
+				if (dtype_is_float(x->dtype))
+					rt_set_f(*out, at, fs);
+				else
+					rt_set_i(*out, at, (int64_t)is);
+				if (excl)
+					fs += fv, is += iv;
+			}
+		}
+	return OK;
+}
+
 /* ---- MatMul -------------------------------------------------------------------- */
 
 /* numpy's matmul: a 1-D operand gains a dim of 1 (dropped from the result);
@@ -240,5 +338,10 @@ Kernel rt_math_kernel(OpId op)
 {
 	if (reduce_kind(op) >= 0)
 		return k_reduce;
-	return op == OP_ONNX_MatMul ? k_matmul : NULL;
+	switch (op) {
+	case OP_ONNX_ArgMax: case OP_ONNX_ArgMin: return k_argext;
+	case OP_ONNX_CumSum: return k_cumsum;
+	case OP_ONNX_MatMul: return k_matmul;
+	default: return NULL;
+	}
 }

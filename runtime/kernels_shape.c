@@ -1,6 +1,7 @@
 /* kernels_shape.c - data movement and shape kernels: Reshape, Flatten,
  * Squeeze, Unsqueeze, Transpose, Slice, Expand, Tile, Concat, Split,
- * Gather, Shape, Size, Range, Identity, Constant, ConstantOfShape.
+ * Gather, GatherElements, Trilu, EyeLike, Dropout (inference), Shape, Size,
+ * Range, Identity, Constant, ConstantOfShape.
  *
  * They move elements as bytes, so they work for every dtype the runtime
  * holds.  Transpose, Slice and Expand are one strided copy each: the
@@ -480,6 +481,111 @@ static Status k_gather(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor 
 	return OK;
 }
 
+/* out[i0..] = data[i0.., index at axis, ..]: indices has data's rank. */
+static Status k_gather_elements(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	int32_t axis;
+	int64_t st[RT_MAX_RANK], idx[RT_MAX_RANK] = { 0 };
+	if (need(k, in, nin, 2) != OK || rt_axis(k, rt_attr_int(k, "axis", 0), in[0]->rank, &axis) != OK)
+		return FAILED;
+	const RTensor *x = in[0], *ix = in[1];
+	if (ix->dtype != DT_I64 && ix->dtype != DT_I32)
+		return rt_unsupported(k, ix);
+	if (ix->rank != x->rank)
+		return rt_fail(k, "indices must have the rank of the data");
+	for (int32_t d = 0; d < x->rank; d++)
+		if (d != axis && ix->shape[d] > x->shape[d])
+			return rt_fail(k, "indices are larger than the data in dim %d", (int)d);
+	if (!(*out = rt_new(k->n->loc, x->dtype, ix->rank, ix->shape)))
+		return FAILED;
+	row_strides(x, st);
+	size_t es = rt_elem_size(x->dtype);
+	int64_t dim = x->shape[axis];
+	for (int64_t i = 0; i < ix->numel; i++) {
+		int64_t j = rt_get_i(ix, i), off = 0;
+		if (j < -dim || j >= dim) {
+			rt_free(*out);
+			*out = NULL;
+			return rt_fail(k, "index %lld is out of range for a dim of %lld", (long long)j, (long long)dim);
+		}
+		for (int32_t d = 0; d < x->rank; d++)
+			off += (d == axis ? j + (j < 0 ? dim : 0) : idx[d]) * st[d];
+		memcpy((*out)->data + (size_t)i * es, x->data + (size_t)off * es, es);
+		for (int32_t d = x->rank - 1; d >= 0 && ++idx[d] == ix->shape[d]; d--)
+			idx[d] = 0;
+	}
+	return OK;
+}
+
+/* ---- Trilu, EyeLike, Dropout ------------------------------------------------- */
+
+/* Keeps the elements on and above (upper) or below the k-th diagonal of
+ * the last two dims; zeroes the rest. */
+static Status k_trilu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need(k, in, nin, 1) != OK)
+		return FAILED;
+	const RTensor *x = in[0];
+	if (x->rank < 2)
+		return rt_fail(k, "the input must have rank 2 or more");
+	if (nin > 1 && in[1] && (in[1]->numel != 1 || (in[1]->dtype != DT_I64 && in[1]->dtype != DT_I32)))
+		return rt_fail(k, "k must be one i64");
+	int64_t diag = nin > 1 && in[1] ? rt_get_i(in[1], 0) : 0, rows = x->shape[x->rank - 2], cols = x->shape[x->rank - 1];
+	int upper = rt_attr_int(k, "upper", 1) != 0;
+	if (!(*out = rt_copy(k->n->loc, x)))
+		return FAILED;
+	size_t es = rt_elem_size(x->dtype);
+	for (int64_t i = 0; i < x->numel; i++) {
+		int64_t c = i % cols, r = i / cols % rows;
+		/* c - r compared without overflow: both are within the dims. */
+		int keep = upper ? c - r >= diag : c - r <= diag;
+		if (!keep)
+			memset((*out)->data + (size_t)i * es, 0, es);
+	}
+	return OK;
+}
+
+static Status k_eye_like(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need(k, in, nin, 1) != OK)
+		return FAILED;
+	if (in[0]->rank != 2)
+		return rt_fail(k, "the input must be a matrix");
+	const Arg *dt = rt_attr(k, "dtype");
+	DType t = dt && dt->kind == A_INT ? dtype_from_onnx((int)dt->u.i) : in[0]->dtype;
+	if (!numeric(t))
+		return rt_fail(k, "unsupported dtype %s", t ? dtype_name(t) : "(unknown)");
+	if (!(*out = rt_new(k->n->loc, t, 2, in[0]->shape)))
+		return FAILED;
+	int64_t diag = rt_attr_int(k, "k", 0), rows = in[0]->shape[0], cols = in[0]->shape[1];
+	for (int64_t r = 0; r < rows; r++)
+		if (diag > -cols && diag < cols && r + diag >= 0 && r + diag < cols)
+			rt_set_i(*out, r * cols + r + diag, 1);
+	return OK;
+}
+
+/* Inference only: the output is the input and the mask all true.  Training
+ * mode with a nonzero ratio draws random numbers and is refused. */
+static Status k_dropout(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	if (need(k, in, nin, 1) != OK)
+		return FAILED;
+	int training = nin > 2 && in[2] && in[2]->numel == 1 && rt_get_i(in[2], 0);
+	double ratio = nin > 1 && in[1] && in[1]->numel == 1 ? rt_get_f(in[1], 0) : rt_attr_float(k, "ratio", 0.5);
+	if ((training || rt_attr_int(k, "is_test", 1) == 0) && ratio != 0)
+		return rt_fail(k, "training mode draws random numbers: only inference is supported");
+	if (!(out[0] = rt_copy(k->n->loc, in[0])))
+		return FAILED;
+	if (nout > 1 && !(out[1] = rt_new(k->n->loc, DT_BOOL, in[0]->rank, in[0]->shape)))
+		return FAILED;
+	if (nout > 1)
+		memset(out[1]->data, 1, out[1]->nbytes);
+	return OK;
+}
+
 /* ---- Shape, Size, Range, Identity, Constant, ConstantOfShape ----------------- */
 
 static RTensor *vector_i64(Loc loc, int64_t n, const int64_t *v)
@@ -626,6 +732,10 @@ Kernel rt_shape_kernel(OpId op)
 	case OP_ONNX_Concat: return k_concat;
 	case OP_ONNX_Split: return k_split;
 	case OP_ONNX_Gather: return k_gather;
+	case OP_ONNX_GatherElements: return k_gather_elements;
+	case OP_ONNX_Trilu: return k_trilu;
+	case OP_ONNX_EyeLike: return k_eye_like;
+	case OP_ONNX_Dropout: return k_dropout;
 	case OP_ONNX_Shape: return k_shape;
 	case OP_ONNX_Size: return k_size;
 	case OP_ONNX_Range: return k_range;

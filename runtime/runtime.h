@@ -101,6 +101,7 @@ const char *rt_describe(const RTensor *t, char *buf, size_t n);
 typedef struct KCtx {
 	const Node *n;
 	const char *op;             /* "onnx::Add" */
+	int opset;                  /* the default domain's: some ops changed meaning */
 } KCtx;
 
 typedef Status (*Kernel)(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout);
@@ -119,8 +120,11 @@ Status rt_axis(const KCtx *k, int64_t axis, int32_t rank, int32_t *out);
 
 /* The kernel of an op, or NULL. */
 Kernel rt_kernel(OpId op);
-/* Runs one node on its inputs; outputs are set on OK. */
-Status rt_eval_node(const Node *n, RTensor *const *in, uint32_t nin, RTensor **out);
+/* Runs one node on its inputs under the given default-domain opset;
+ * outputs are set on OK. */
+Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, RTensor **out);
+/* The module's default-domain opset (18 when it names none). */
+int rt_module_opset(const Module *m);
 
 /* Runs the main graph.  feeds holds one tensor per VK_INPUT input of the
  * graph, in order (borrowed); weights are read from the module's weights
@@ -128,12 +132,15 @@ Status rt_eval_node(const Node *n, RTensor *const *in, uint32_t nin, RTensor **o
  * outputs, owned by the caller. */
 Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs);
 
-/* ---- kernels_elem.c, kernels_shape.c, kernels_math.c: the kernels ---------- */
-/* Each family answers for its ops: elementwise math, comparisons, Where and
- * Cast; data movement and shape ops; reductions and MatMul. */
+/* ---- kernels_*.c: the kernels ---------------------------------------------- */
+/* Each family answers for its ops: elementwise math, comparisons, Where,
+ * Clip and Cast (elem); data movement and shape ops (shape); reductions,
+ * ArgMax/ArgMin, CumSum and MatMul (math); Softmax, LayerNormalization and
+ * Gemm (nn). */
 Kernel rt_elem_kernel(OpId op);
 Kernel rt_shape_kernel(OpId op);
 Kernel rt_math_kernel(OpId op);
+Kernel rt_nn_kernel(OpId op);
 
 /* ---- tensorio.c: .npy and safetensors files of runtime tensors ------------- */
 /* Readers return NULL after a diagnostic naming the file. */
