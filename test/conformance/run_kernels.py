@@ -72,7 +72,7 @@ def load_sets(testdir):
     try:
         return rc.load_test(testdir)
     except rc.Skip as e:
-        raise rc.Skip(str(e).replace("onnxruntime-node", "onnxc run's .npy inputs"))
+        raise rc.Skip(str(e).replace("onnxruntime-node", "onnxc run's .npy files"))
 
 
 def run_set(opts, model, feeds, tmp):
