@@ -32,6 +32,7 @@ typedef struct Opts {
 
 static const char usage_text[] =
 	"usage: onnxc [options] <input.fxir | input.onnx | ->\n"
+	"       onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
 	"\n"
 	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
 	"model) into an ONNX model, a readable listing, or .fxir text.\n"
@@ -71,6 +72,10 @@ static const char usage_text[] =
 	"  -no-fast-lex             read every construct token by token: the lexer's\n"
 	"                           one-token forms of common constructs (docs/ir.md)\n"
 	"                           must not change what is parsed\n"
+	"\n"
+	"Running:\n"
+	"  run MODEL ...            interpret MODEL with the reference kernels on the\n"
+	"                           given inputs (see 'onnxc run --help')\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -476,6 +481,8 @@ static int compile_split(const Opts *o, const Pipeline *pl, const char *text, si
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "run") == 0)
+		return run_main(argc, argv);
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;

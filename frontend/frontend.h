@@ -37,4 +37,8 @@ Module *onnx_import_buffer(const char *name, const void *data, size_t len);
 /* True if the file starts like a binary ONNX model rather than .fxir text. */
 int looks_like_onnx(const char *path, const char *data, size_t len);
 
+/* run.c: `onnxc run MODEL --input NAME=FILE ... [-o OUT]`, called by the
+ * driver when argv[1] is "run"; returns the exit code. */
+int run_main(int argc, char **argv);
+
 #endif

@@ -1,5 +1,6 @@
-/* runtime.h - tensors outside the IR: weight files, and (later) the
- * reference kernels used by constant folding and `onnxc run`.
+/* runtime.h - tensors outside the IR: weight files, runtime tensors, the
+ * reference kernels used by constant folding and `onnxc run`, and the
+ * interpreter that runs a graph with them.
  */
 #ifndef ONNXC_RUNTIME_H
 #define ONNXC_RUNTIME_H
@@ -37,5 +38,116 @@ const SafeTensor *safetensors_at(const SafeTensors *st, size_t i); /* sorted by 
  * the mapping is private and never written.  Memory outside the mapping is
  * left alone, so any payload pointer may be passed; st may be NULL. */
 void safetensors_release(const SafeTensors *st, const void *p, size_t n);
+
+/* ---- value.c: runtime tensors --------------------------------------------- */
+/* A dense tensor owned by the runtime: packed little-endian elements, row
+ * major.  Ranks past RT_MAX_RANK are refused where tensors are made, so
+ * kernels index shapes without checking.  numel and nbytes were checked
+ * for overflow when the tensor was made. */
+#define RT_MAX_RANK 16
+
+typedef struct RTensor {
+	DType dtype;
+	int32_t rank;
+	int64_t shape[RT_MAX_RANK];
+	int64_t numel;
+	size_t nbytes;
+	uint8_t *data;              /* malloc'd, at least one byte */
+} RTensor;
+
+/* Bytes per element; 0 for dtypes the runtime cannot hold (str, 4-bit). */
+size_t rt_elem_size(DType t);
+/* The product of the dims, or -1 after a negative dim or an overflow of
+ * int64 or of the byte count for elements of `elem` bytes. */
+int64_t rt_numel(int32_t rank, const int64_t *shape, size_t elem);
+/* A zeroed tensor; NULL after a diagnostic at loc (a rank past
+ * RT_MAX_RANK, a size that overflows, a dtype the runtime cannot hold). */
+RTensor *rt_new(Loc loc, DType t, int32_t rank, const int64_t *shape);
+/* The same with the elements copied from data (nbytes must match). */
+RTensor *rt_from_data(Loc loc, DType t, int32_t rank, const int64_t *shape, const void *data, size_t nbytes);
+RTensor *rt_from_ir(Loc loc, const Tensor *t);
+RTensor *rt_copy(Loc loc, const RTensor *t);
+void rt_free(RTensor *t);
+/* Element i as a number.  Reading converts (f16 and bf16 through f32);
+ * writing an integer wraps to the dtype's width, writing a float into an
+ * integer dtype truncates toward zero (NaN gives 0, out of range
+ * saturates), anything nonzero into bool gives 1. */
+double rt_get_f(const RTensor *t, int64_t i);
+int64_t rt_get_i(const RTensor *t, int64_t i);
+void rt_set_f(RTensor *t, int64_t i, double x);
+void rt_set_i(RTensor *t, int64_t i, int64_t x);
+/* The numpy broadcast of n shapes; FAILED after a diagnostic at loc. */
+Status rt_broadcast(Loc loc, const char *op, uint32_t n, RTensor *const *ts, int32_t *rank, int64_t *shape);
+/* Walks an output shape in row-major order, keeping each operand's element
+ * offset: an operand broadcast along a dim has stride 0 there.  Operands
+ * are right-aligned, as in numpy. */
+#define RT_ITER_MAX 4
+typedef struct RtIter {
+	int32_t rank;
+	uint32_t n;
+	int64_t shape[RT_MAX_RANK], idx[RT_MAX_RANK];
+	int64_t stride[RT_ITER_MAX][RT_MAX_RANK];
+	int64_t off[RT_ITER_MAX];
+} RtIter;
+void rt_iter_init(RtIter *it, int32_t rank, const int64_t *shape, uint32_t n, RTensor *const *ts);
+void rt_iter_next(RtIter *it);
+/* "f32[2,3]" into buf. */
+const char *rt_describe(const RTensor *t, char *buf, size_t n);
+
+/* ---- interp.c: running a graph, and what kernels ask of their node --------- */
+/* A kernel reads its node's attributes through the context and reports
+ * through rt_fail, which names the op at the node's location.  Inputs are
+ * NULL where an optional input is omitted; the kernel makes every output. */
+typedef struct KCtx {
+	const Node *n;
+	const char *op;             /* "onnx::Add" */
+	int opset;                  /* the default domain's: some ops changed meaning */
+} KCtx;
+
+typedef Status (*Kernel)(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout);
+
+Status rt_fail(const KCtx *k, const char *fmt, ...);
+Status rt_unsupported(const KCtx *k, const RTensor *t);    /* "unsupported dtype ..." */
+const Arg *rt_attr(const KCtx *k, const char *name);       /* NULL if absent */
+int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt);
+double rt_attr_float(const KCtx *k, const char *name, double dflt);
+/* An ints attribute, or an i32/i64 tensor input, as int64s: *n = -1 when
+ * absent.  The result is malloc'd (free it). */
+Status rt_attr_ints(const KCtx *k, const char *name, int64_t **v, int64_t *n);
+Status rt_input_ints(const KCtx *k, const RTensor *t, int64_t **v, int64_t *n);
+/* An axis in [-rank, rank) made non-negative; FAILED out of range. */
+Status rt_axis(const KCtx *k, int64_t axis, int32_t rank, int32_t *out);
+
+/* The kernel of an op, or NULL. */
+Kernel rt_kernel(OpId op);
+/* Runs one node on its inputs under the given default-domain opset;
+ * outputs are set on OK. */
+Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, RTensor **out);
+/* The module's default-domain opset (18 when it names none). */
+int rt_module_opset(const Module *m);
+
+/* Runs the main graph.  feeds holds one tensor per VK_INPUT input of the
+ * graph, in order (borrowed); weights are read from the module's weights
+ * file in weights_dir.  On OK outs (malloc'd, g->nout entries) holds the
+ * outputs, owned by the caller. */
+Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs);
+
+/* ---- kernels_*.c: the kernels ---------------------------------------------- */
+/* Each family answers for its ops: elementwise math, comparisons, Where,
+ * Clip and Cast (elem); data movement and shape ops (shape); reductions,
+ * ArgMax/ArgMin, CumSum and MatMul (math); Softmax, LayerNormalization and
+ * Gemm (nn). */
+Kernel rt_elem_kernel(OpId op);
+Kernel rt_shape_kernel(OpId op);
+Kernel rt_math_kernel(OpId op);
+Kernel rt_nn_kernel(OpId op);
+
+/* ---- tensorio.c: .npy and safetensors files of runtime tensors ------------- */
+/* Readers return NULL after a diagnostic naming the file. */
+RTensor *rt_read_npy(const char *path);
+RTensor *rt_from_safetensor(const char *path, const SafeTensor *e);
+/* Write to a temporary name and rename; FAILED after a diagnostic. */
+Status rt_write_npy(const char *path, const RTensor *t);
+Status rt_write_safetensors(const char *path, const char *const *names, RTensor *const *ts, uint32_t n);
 
 #endif

@@ -2,13 +2,15 @@
 # onnxc's test command.
 #
 #   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
-#                                ONNX conformance, decompositions against
+#                                ONNX conformance, the runtime's kernels on
+#                                ONNX's node tests, decompositions against
 #                                PyTorch, end-to-end tests
-#   bash utils/test.sh --quick   build, lit, decompositions and end-to-end only
+#   bash utils/test.sh --quick   build, lit, kernels, decompositions and
+#                                end-to-end only
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
-# lit runs, the conformance suite and the end-to-end tests.
+# lit runs, the conformance and kernel suites and the end-to-end tests.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +26,7 @@ FUZZ_IMPORT_SECONDS=30
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -229,6 +231,13 @@ else
     "$PY" test/conformance/run_conformance.py --onnxc build/onnxc -O 2 -j"$JOBS" \
     --failures build/conformance-O2-failures.txt
 fi
+
+# ---- 5b. the runtime's kernels on the same tests ----
+header "kernels: ONNX node tests through onnxc run"
+# A few seconds, and no ONNX Runtime needed: it runs under --quick too.
+counted kernels "failures listed in build/kernels-failures.txt" \
+  "$PY" test/conformance/run_kernels.py --onnxc build/onnxc -j"$JOBS" \
+  --failures build/kernels-failures.txt --list-skips build/kernels-skips.txt
 
 # ---- 6. decompositions against PyTorch ----
 header "decompositions: test/decomp/check_decomps.py"

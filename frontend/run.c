@@ -1,0 +1,332 @@
+/* run.c - `onnxc run`: interpret a model's main graph with the reference
+ * kernels on inputs read from .npy or safetensors files, print a summary of
+ * each output and write them.
+ *
+ * A .fxir input holding ATen ops is lowered first by the -O0 pipeline (the
+ * same passes, from the same registry, as `onnxc -O0`).  Exit codes: 0
+ * success, 1 bad input (a missing input, an op without a kernel, a kernel
+ * error), 2 usage.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "frontend.h"
+#include "passes.h"
+#include "runtime.h"
+
+static const char run_usage[] =
+	"usage: onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
+	"\n"
+	"Runs the model's main graph with onnxc's reference kernels and prints one\n"
+	"line per output: its name, dtype, shape and first values.\n"
+	"\n"
+	"  --input NAME=FILE.npy           the graph input NAME, from a .npy file\n"
+	"  --input NAME=FILE.safetensors   ... from the tensor NAME (or the only one)\n"
+	"  --input FILE.safetensors        every tensor named like a graph input\n"
+	"  -o OUT.safetensors              write the outputs, each under its name\n"
+	"  -o DIR                          write DIR/NAME.npy for each output\n"
+	"  --list-kernels                  list the ops that have a kernel, then exit\n"
+	"  --help                          this text\n";
+
+typedef struct Given { const char *name, *file; } Given;
+
+typedef struct RunOpts {
+	const char *model, *output;
+	Given *given;
+	uint32_t ngiven;
+} RunOpts;
+
+static _Noreturn void run_usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "onnxc: error: ");
+	fprintf(stderr, msg, arg);
+	fprintf(stderr, "\nrun 'onnxc run --help' for usage\n");
+	exit(2);
+}
+
+static void list_kernels(void)
+{
+	for (int op = 1; op < OP_COUNT; op++)
+		if (rt_kernel((OpId)op))
+			printf("onnx::%s\n", op_info[op].name);
+}
+
+static void add_given(RunOpts *o, const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	o->given = xreallocarray(o->given, o->ngiven + 1, sizeof *o->given);
+	Given *g = &o->given[o->ngiven++];
+	g->name = NULL;
+	g->file = spec;
+	if (eq) {
+		g->name = xstrdup(spec);
+		((char *)g->name)[eq - spec] = 0;
+		g->file = eq + 1;
+	}
+	if ((eq && (eq == spec || !eq[1])) || (!eq && !strstr(spec, ".safetensors")))
+		run_usage_error("--input %s: expected NAME=FILE.npy, NAME=FILE.safetensors or FILE.safetensors", spec);
+}
+
+static void parse_run_args(int argc, char **argv, RunOpts *o)
+{
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(run_usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--list-kernels")) {
+			list_kernels();
+			exit(0);
+		} else if (!strcmp(a, "--input") || !strcmp(a, "-input")) {
+			if (++i >= argc)
+				run_usage_error("%s needs NAME=FILE", a);
+			add_given(o, argv[i]);
+		} else if (!strncmp(a, "--input=", 8)) {
+			add_given(o, a + 8);
+		} else if (!strcmp(a, "-o")) {
+			if (++i >= argc)
+				run_usage_error("%s needs a file or directory name", a);
+			o->output = argv[i];
+		} else if (a[0] == '-' && a[1]) {
+			run_usage_error("unknown option '%s'", a);
+		} else if (o->model) {
+			run_usage_error("more than one model ('%s')", a);
+		} else
+			o->model = a;
+	}
+	if (!o->model)
+		run_usage_error("%s", "no model file");
+}
+
+/* ---- reading the model ---------------------------------------------------- */
+
+static int has_aten(const Module *m)
+{
+	for (const Node *n = m->graphs.v[0]->first; n; n = n->next)
+		if (n->domain == dom_aten())
+			return 1;
+	return 0;
+}
+
+/* The -O0 pipeline, run only when there is something to lower. */
+static Status lower(Module *m)
+{
+	Pipeline pl;
+	const char *bad;
+	size_t badlen;
+	if (!has_aten(m))
+		return OK;
+	if (!pipeline_parse(pipeline_for_level(0), &pl, &bad, &badlen))
+		ONNXC_BUG("the -O0 pipeline does not parse");
+	DecompLib *lib = decomp_lib_new(NULL, NULL, 0);
+	PassOptions po = { 18, 0, lib };
+	Status s = OK;
+	for (uint32_t i = 0; s == OK && i < pl.n; i++)
+		if (pl.v[i]->run(m, &po) != 0 || diag_error_count())
+			s = FAILED;
+	decomp_lib_free(lib);
+	pipeline_free(&pl);
+	return s;
+}
+
+static Module *load_model(const char *path, char **text)
+{
+	size_t len;
+	*text = read_file(path, &len);
+	if (!*text)
+		return NULL;
+	diag_add_source(sym_cstr(path), *text, len);
+	Module *m = looks_like_onnx(path, *text, len) ? onnx_import(path) : parse_fxir(path, *text, len);
+	if (m && (verify_module(m) || m->graphs.n == 0 || lower(m) != OK)) {
+		if (m->graphs.n == 0)
+			diag_error((Loc){ sym_cstr(path), 0, 0 }, "the model has no graph to run");
+		module_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+static RTensor *read_given(const Given *g, const char *name)
+{
+	size_t n = strlen(g->file);
+	if (n < 12 || strcmp(g->file + n - 12, ".safetensors") != 0)
+		return rt_read_npy(g->file);
+	SafeTensors *st = safetensors_open(g->file);
+	if (!st)
+		return NULL;
+	const SafeTensor *e = safetensors_find(st, name);
+	if (!e && g->name && safetensors_count(st) == 1)
+		e = safetensors_at(st, 0);
+	RTensor *t = e ? rt_from_safetensor(g->file, e) : NULL;
+	if (!e)
+		diag_error((Loc){ sym_cstr(g->file), 0, 0 }, "no tensor '%s' in this file", name);
+	safetensors_close(st);
+	return t;
+}
+
+/* The file that gives input `name`, or NULL. */
+static const Given *given_for(const RunOpts *o, const char *name)
+{
+	for (uint32_t i = o->ngiven; i-- > 0;) {
+		const Given *g = &o->given[i];
+		if (g->name ? !strcmp(g->name, name) : 0)
+			return g;
+	}
+	for (uint32_t i = 0; i < o->ngiven; i++) {
+		const Given *g = &o->given[i];
+		SafeTensors *st = g->name ? NULL : safetensors_open(g->file);
+		int has = st && safetensors_find(st, name);
+		safetensors_close(st);
+		if (has)
+			return g;
+	}
+	return NULL;
+}
+
+static Status check_type(const Value *v, const RTensor *t)
+{
+	const Type *ty = v->type;
+	char buf[256];
+	int ok = !ty || ty->kind != TY_TENSOR || ((!ty->dtype || ty->dtype == t->dtype) &&
+		(ty->rank < 0 || ty->rank == t->rank));
+	for (int32_t d = 0; ok && ty && ty->kind == TY_TENSOR && d < ty->rank && d < t->rank; d++)
+		ok = ty->dims[d].sym || ty->dims[d].v < 0 || ty->dims[d].v == t->shape[d];
+	if (ok)
+		return OK;
+	diag_error(v->loc, "input '%s' is given a %s tensor, which does not match its type", sym_str(v->name),
+		rt_describe(t, buf, sizeof buf));
+	return FAILED;
+}
+
+/* One tensor per VK_INPUT, in order; every missing input is named. */
+static Status bind_inputs(const RunOpts *o, Module *m, RTensor ***feeds, uint32_t *nfeeds)
+{
+	Graph *g = m->graphs.v[0];
+	Status s = OK;
+	*feeds = xcalloc(g->nin + 1, sizeof **feeds);
+	*nfeeds = 0;
+	for (uint32_t i = 0; i < g->nin; i++) {
+		const Value *v = val(m, g->in[i]);
+		if (v->kind != VK_INPUT)
+			continue;
+		const char *name = sym_str(v->name);
+		const Given *gv = given_for(o, name);
+		RTensor *t = gv ? read_given(gv, name) : NULL;
+		if (!gv)
+			diag_error(v->loc, "input '%s' is not given (--input %s=FILE.npy)", name, name);
+		if (!t || check_type(v, t) != OK)
+			s = FAILED;
+		(*feeds)[(*nfeeds)++] = t;
+	}
+	for (uint32_t i = 0; i < o->ngiven; i++) {
+		int found = !o->given[i].name;
+		for (uint32_t j = 0; j < g->nin && !found; j++)
+			found = val(m, g->in[j])->kind == VK_INPUT && !strcmp(sym_str(val(m, g->in[j])->name), o->given[i].name);
+		if (!found) {
+			diag_error(g->loc, "the graph has no input '%s'", o->given[i].name);
+			s = FAILED;
+		}
+	}
+	return s;
+}
+
+/* ---- outputs ----------------------------------------------------------------- */
+
+static void print_summary(const char *name, const RTensor *t)
+{
+	char buf[256];
+	printf("%s: %s = [", name, rt_describe(t, buf, sizeof buf));
+	for (int64_t i = 0; i < t->numel && i < 8; i++) {
+		if (i)
+			printf(", ");
+		if (t->dtype == DT_BOOL)
+			printf("%s", rt_get_i(t, i) ? "true" : "false");
+		else if (dtype_is_float(t->dtype))
+			printf("%.6g", rt_get_f(t, i));
+		else if (t->dtype == DT_U64)
+			printf("%llu", (unsigned long long)rt_get_i(t, i));
+		else
+			printf("%lld", (long long)rt_get_i(t, i));
+	}
+	printf("%s]\n", t->numel > 8 ? ", ..." : "");
+}
+
+static Status write_outputs(const char *out, const char *const *names, RTensor *const *ts, uint32_t n)
+{
+	size_t len = strlen(out);
+	if (len > 12 && !strcmp(out + len - 12, ".safetensors"))
+		return rt_write_safetensors(out, names, ts, n);
+	if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+		diag_error((Loc){ sym_cstr(out), 0, 0 }, "cannot make the output directory: %s", strerror(errno));
+		return FAILED;
+	}
+	Status s = OK;
+	for (uint32_t i = 0; s == OK && i < n; i++) {
+		size_t pn = len + strlen(names[i]) + 6;
+		char *path = xmalloc(pn);
+		snprintf(path, pn, "%s/%s.npy", out, names[i]);
+		/* A name is one path component. */
+		for (char *c = path + len + 1; *c; c++)
+			*c = *c == '/' ? '_' : *c;
+		s = rt_write_npy(path, ts[i]);
+		free(path);
+	}
+	return s;
+}
+
+static Status report(const RunOpts *o, Module *m, RTensor **outs)
+{
+	Graph *g = m->graphs.v[0];
+	const char **names = xcalloc(g->nout + 1, sizeof *names);
+	for (uint32_t i = 0; i < g->nout; i++) {
+		names[i] = sym_str(val(m, g->out[i])->name);
+		print_summary(names[i], outs[i]);
+	}
+	fflush(stdout);
+	Status s = o->output ? write_outputs(o->output, names, outs, g->nout) : OK;
+	free(names);
+	return s;
+}
+
+static char *model_dir(const char *path)
+{
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	return dir;
+}
+
+int run_main(int argc, char **argv)
+{
+	RunOpts o = { 0 };
+	parse_run_args(argc, argv, &o);
+	diag_set_max_errors(20);
+	char *text = NULL, *dir = model_dir(o.model);
+	RTensor **feeds = NULL, **outs = NULL;
+	uint32_t nfeeds = 0;
+	Module *m = load_model(o.model, &text);
+	Status s = m ? bind_inputs(&o, m, &feeds, &nfeeds) : FAILED;
+	if (s == OK)
+		s = rt_run_graph(m, dir, feeds, &outs);
+	if (s == OK)
+		s = report(&o, m, outs);
+	for (uint32_t i = 0; i < nfeeds; i++)
+		rt_free(feeds[i]);
+	for (uint32_t i = 0; outs && i < m->graphs.v[0]->nout; i++)
+		rt_free(outs[i]);
+	for (uint32_t i = 0; i < o.ngiven; i++)
+		free((char *)o.given[i].name);
+	free(o.given);
+	free(feeds);
+	free(outs);
+	module_free(m);
+	free(text);
+	free(dir);
+	return s == OK && !diag_error_count() ? 0 : 1;
+}

@@ -1,0 +1,210 @@
+/* kernels_nn.c - the network ops a lowered PyTorch model meets besides
+ * elementwise math: Softmax, LogSoftmax, LayerNormalization, Gemm.
+ *
+ * Floats only, computed in double.  Softmax subtracts the row's maximum
+ * before exponentiating so large inputs do not overflow.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime.h"
+
+static Status need_float(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (i >= nin || !in[i])
+			return rt_fail(k, "input %u is missing", i);
+		if (!dtype_is_float(in[i]->dtype))
+			return rt_unsupported(k, in[i]);
+	}
+	return OK;
+}
+
+/* ---- Softmax, LogSoftmax --------------------------------------------------- */
+
+/* Opset 13 on: along one axis (default -1).  Before: the input is seen as
+ * 2-D, [dims before axis] x [the rest], and each row is normalised
+ * (default axis 1). */
+static void softmax_rows(const RTensor *x, RTensor *y, int64_t outer, int64_t len, int64_t inner, int logsm)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			int64_t base = o * len * inner + i;
+			double mx = -INFINITY, sum = 0;
+			for (int64_t j = 0; j < len; j++)
+				mx = fmax(mx, rt_get_f(x, base + j * inner));
+			for (int64_t j = 0; j < len; j++)
+				sum += exp(rt_get_f(x, base + j * inner) - mx);
+			for (int64_t j = 0; j < len; j++) {
+				double v = rt_get_f(x, base + j * inner) - mx;
+				rt_set_f(y, base + j * inner, logsm ? v - log(sum) : exp(v) / sum);
+			}
+		}
+}
+
+static Status k_softmax(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	int32_t axis;
+	if (need_float(k, in, nin, 1) != OK)
+		return FAILED;
+	const RTensor *x = in[0];
+	int old = k->opset < 13;
+	if (x->rank == 0)
+		return rt_fail(k, "the input must have rank 1 or more");
+	if (rt_axis(k, rt_attr_int(k, "axis", old ? 1 : -1), x->rank, &axis) != OK)
+		return FAILED;
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int32_t d = 0; d < x->rank; d++) {
+		if (d < axis)
+			outer *= x->shape[d];
+		else if (d == axis || old)
+			len *= x->shape[d];
+		else
+			inner *= x->shape[d];
+	}
+	if (!(*out = rt_new(k->n->loc, x->dtype, x->rank, x->shape)))
+		return FAILED;
+	softmax_rows(x, *out, outer, len, inner, k->n->op == OP_ONNX_LogSoftmax);
+	return OK;
+}
+
+/* ---- LayerNormalization ---------------------------------------------------- */
+
+static RTensor *stat_tensor(const KCtx *k, const RTensor *x, int32_t axis)
+{
+	int64_t shape[RT_MAX_RANK];
+	for (int32_t d = 0; d < x->rank; d++)
+		shape[d] = d < axis ? x->shape[d] : 1;
+	DType t = rt_attr_int(k, "stash_type", 1) == 11 ? DT_F64 : DT_F32;
+	return rt_new(k->n->loc, t, x->rank, shape);
+}
+
+/* Scale and B broadcast to X's shape (unidirectionally). */
+static Status ln_check(const KCtx *k, RTensor *const *in, uint32_t nin)
+{
+	int32_t rank;
+	int64_t shape[RT_MAX_RANK];
+	if (need_float(k, in, nin, 2) != OK || (nin > 2 && in[2] && need_float(k, in + 2, 1, 1) != OK))
+		return FAILED;
+	if (rt_broadcast(k->n->loc, k->op, nin > 2 ? 3 : 2, in, &rank, shape) != OK)
+		return FAILED;
+	if (rank != in[0]->rank || memcmp(shape, in[0]->shape, (size_t)rank * sizeof *shape) != 0)
+		return rt_fail(k, "Scale and B must broadcast to the shape of X");
+	return OK;
+}
+
+static void ln_rows(const KCtx *k, RTensor *const *in, uint32_t nin, int64_t rows, int64_t len, RTensor **out)
+{
+	const RTensor *x = in[0];
+	RTensor *ops[3] = { in[0], in[1], nin > 2 ? in[2] : NULL };
+	double eps = rt_attr_float(k, "epsilon", 1e-5);
+	RtIter it;
+	rt_iter_init(&it, x->rank, x->shape, ops[2] ? 3 : 2, ops);
+	for (int64_t r = 0; r < rows; r++) {
+		double mean = 0, var = 0;
+		for (int64_t j = 0; j < len; j++)
+			mean += rt_get_f(x, r * len + j);
+		mean /= (double)len;
+		for (int64_t j = 0; j < len; j++) {
+			double d = rt_get_f(x, r * len + j) - mean;
+			var += d * d;
+		}
+		double inv = 1.0 / sqrt(var / (double)len + eps);
+		for (int64_t j = 0; j < len; j++, rt_iter_next(&it)) {
+			double v = (rt_get_f(x, r * len + j) - mean) * inv * rt_get_f(in[1], it.off[1]);
+			rt_set_f(out[0], r * len + j, ops[2] ? v + rt_get_f(ops[2], it.off[2]) : v);
+		}
+		if (out[1])
+			rt_set_f(out[1], r, mean);
+		if (out[2])
+			rt_set_f(out[2], r, inv);
+	}
+}
+
+static Status k_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	int32_t axis;
+	if (ln_check(k, in, nin) != OK || rt_axis(k, rt_attr_int(k, "axis", -1), in[0]->rank, &axis) != OK)
+		return FAILED;
+	const RTensor *x = in[0];
+	int64_t rows = 1, len = 1;
+	for (int32_t d = 0; d < x->rank; d++)
+		*(d < axis ? &rows : &len) *= x->shape[d];
+	RTensor *res[3] = { rt_new(k->n->loc, x->dtype, x->rank, x->shape), NULL, NULL };
+	for (uint32_t i = 1; i < 3 && i < nout && res[0]; i++)
+		res[i] = stat_tensor(k, x, axis);
+	for (uint32_t i = 0; i < 3 && i < nout; i++)
+		if (!res[i]) {
+			for (uint32_t j = 0; j < 3; j++)
+				rt_free(res[j]);
+			return FAILED;
+		}
+	if (len)
+		ln_rows(k, in, nin, rows, len, res);
+	for (uint32_t i = 0; i < nout && i < 3; i++)
+		out[i] = res[i];
+	return OK;
+}
+
+/* ---- Gemm ---------------------------------------------------------------------- */
+
+static Status gemm_dims(const KCtx *k, const RTensor *a, const RTensor *b, int64_t *m, int64_t *kk, int64_t *n)
+{
+	int ta = rt_attr_int(k, "transA", 0) != 0, tb = rt_attr_int(k, "transB", 0) != 0;
+	if (a->rank != 2 || b->rank != 2)
+		return rt_fail(k, "A and B must be matrices");
+	*m = a->shape[ta];
+	*kk = a->shape[!ta];
+	*n = b->shape[!tb];
+	if (b->shape[tb] != *kk)
+		return rt_fail(k, "inner dims differ: %lld and %lld", (long long)*kk, (long long)b->shape[tb]);
+	return OK;
+}
+
+static Status k_gemm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	int64_t m = 0, kk = 0, n = 0;
+	if (need_float(k, in, nin, 2) != OK || gemm_dims(k, in[0], in[1], &m, &kk, &n) != OK)
+		return FAILED;
+	const RTensor *a = in[0], *b = in[1];
+	RTensor *c = nin > 2 ? in[2] : NULL;
+	int64_t shape[2] = { m, n };
+	RTensor target = { .dtype = a->dtype, .rank = 2, .shape = { m, n } }, *both[2] = { &target, c };
+	int32_t rank;
+	int64_t bshape[RT_MAX_RANK];
+	if (c && (rt_broadcast(k->n->loc, k->op, 2, both, &rank, bshape) != OK || rank != 2 || bshape[0] != m ||
+		  bshape[1] != n))
+		return rt_fail(k, "C must broadcast to [%lld,%lld]", (long long)m, (long long)n);
+	if (!(*out = rt_new(k->n->loc, a->dtype, 2, shape)))
+		return FAILED;
+	int ta = rt_attr_int(k, "transA", 0) != 0, tb = rt_attr_int(k, "transB", 0) != 0;
+	double alpha = rt_attr_float(k, "alpha", 1.0), beta = rt_attr_float(k, "beta", 1.0);
+	RtIter it;
+	if (c)
+		rt_iter_init(&it, 2, shape, 1, &c);
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			double s = 0;
+			for (int64_t t = 0; t < kk; t++)
+				s += rt_get_f(a, ta ? t * m + i : i * kk + t) * rt_get_f(b, tb ? j * kk + t : t * n + j);
+			s *= alpha;
+			if (c) {
+				s += beta * rt_get_f(c, it.off[0]);
+				rt_iter_next(&it);
+			}
+			rt_set_f(*out, i * n + j, s);
+		}
+	return OK;
+}
+
+Kernel rt_nn_kernel(OpId op)
+{
+	switch (op) {
+	case OP_ONNX_Softmax: case OP_ONNX_LogSoftmax: return k_softmax;
+	case OP_ONNX_LayerNormalization: return k_layernorm;
+	case OP_ONNX_Gemm: return k_gemm;
+	default: return NULL;
+	}
+}
