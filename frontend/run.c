@@ -101,29 +101,20 @@ static void parse_run_args(int argc, char **argv, RunOpts *o)
 
 /* ---- reading the model ---------------------------------------------------- */
 
-static int has_aten(const Module *m)
-{
-	for (const Node *n = m->graphs.v[0]->first; n; n = n->next)
-		if (n->domain == dom_aten())
-			return 1;
-	return 0;
-}
-
-/* The -O0 pipeline, run only when there is something to lower. */
+/* The -O0 pipeline; on a module without ATen ops it changes nothing (and
+ * the decomposition library is read only when decompose meets one). */
 static Status lower(Module *m)
 {
 	Pipeline pl;
 	const char *bad;
 	size_t badlen;
-	if (!has_aten(m))
-		return OK;
-	if (!pipeline_parse(pipeline_for_level(0), &pl, &bad, &badlen))
+	if (pipeline_parse(pipeline_for_level(0), &pl, &bad, &badlen) != OK)
 		ONNXC_BUG("the -O0 pipeline does not parse");
 	DecompLib *lib = decomp_lib_new(NULL, NULL, 0);
 	PassOptions po = { 18, 0, lib };
 	Status s = OK;
 	for (uint32_t i = 0; s == OK && i < pl.n; i++)
-		if (pl.v[i]->run(m, &po) != 0 || diag_error_count())
+		if (pl.v[i]->run(m, &po) != OK || diag_error_count())
 			s = FAILED;
 	decomp_lib_free(lib);
 	pipeline_free(&pl);

@@ -27,10 +27,14 @@ Status rt_unsupported(const KCtx *k, const RTensor *t)
 	return rt_fail(k, "unsupported dtype %s", dtype_name(t->dtype));
 }
 
+/* By spelling: a node has a handful of attributes, and comparing their
+ * names costs less than interning the one asked for. */
 const Arg *rt_attr(const KCtx *k, const char *name)
 {
-	const Named *a = node_kw(k->n, name);
-	return a ? &a->val : NULL;
+	for (uint32_t i = 0; i < k->n->nkw; i++)
+		if (strcmp(sym_str(k->n->kw[i].name), name) == 0)
+			return &k->n->kw[i].val;
+	return NULL;
 }
 
 int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt)
@@ -113,7 +117,7 @@ Kernel rt_kernel(OpId op)
 int rt_module_opset(const Module *m)
 {
 	for (uint32_t i = 0; i < m->opsets.n; i++)
-		if (m->opsets.v[i].domain == dom_onnx())
+		if (m->opsets.v[i].domain == S_onnx)
 			return (int)m->opsets.v[i].version;
 	return 18;
 }
@@ -122,7 +126,7 @@ Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, 
 {
 	char op[160];
 	snprintf(op, sizeof op, "%s::%s", sym_str(n->domain), sym_str(n->name));
-	Kernel kern = n->domain == dom_onnx() ? rt_kernel(n->op) : NULL;
+	Kernel kern = n->domain == S_onnx ? rt_kernel(n->op) : NULL;
 	if (!kern) {
 		diag_error(n->loc, "no runtime kernel for %s", op);
 		return FAILED;

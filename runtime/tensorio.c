@@ -216,8 +216,10 @@ Status rt_write_safetensors(const char *path, const char *const *names, RTensor 
 	}
 	char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(root);
-	if (!text)
-		ONNXC_BUG("out of memory");
+	if (!text) {
+		diag_error(file_loc(path), "cannot write the header: out of memory");
+		return FAILED;
+	}
 	/* The data region starts 8-byte aligned: pad the header with spaces. */
 	size_t hlen = (strlen(text) + 7) / 8 * 8;
 	char *h = xmalloc(hlen);
