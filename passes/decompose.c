@@ -32,6 +32,7 @@ typedef struct Dx {
 	const Node **sfrom;         /* the call that made the entry (provenance) */
 	uint32_t nsubst;
 	Sym s_opset, s_nresults, s_result, s_rank, s_swapped, s_neg_len, s_index_axis, s_contiguous_view, s_value;
+	Sym s_promoted, s_promoted_float;
 } Dx;
 
 /* The arguments a call binds to one decomposition's parameters. */
@@ -121,7 +122,7 @@ static int is_builtin(const Dx *x, Sym s)
 {
 	return s == x->s_opset || s == x->s_nresults || s == x->s_result || s == x->s_rank ||
 	       s == x->s_swapped || s == x->s_neg_len || s == x->s_index_axis ||
-	       s == x->s_contiguous_view;
+	       s == x->s_contiguous_view || s == x->s_promoted || s == x->s_promoted_float;
 }
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
@@ -347,6 +348,32 @@ static Arg builtin(const Dx *x, const Node *call, Sym s)
 	return int_arg(0);          /* $result, set per copy */
 }
 
+static Arg dtype_arg(DType t)
+{
+	return t == DT_UNDEF ? (Arg){ .kind = A_NONE } : (Arg){ .kind = A_DTYPE, .u.i = t };
+}
+
+/* $promoted and $promoted_float: PyTorch's common dtype of the arguments
+ * bound to %params (the operands), so they follow the other bindings.
+ * Integers and bools divide (and take float functions) in f32, the
+ * default dtype. */
+static void bind_promoted(const Dx *x, const Decomp *d, Bound *b)
+{
+	const Arg **ops = xcalloc(d->nparam + 1, sizeof *ops);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < d->nparam; i++)
+		if (d->params[i].kind == DP_TENSOR)
+			ops[n++] = &b[i].a;
+	DType t = result_type(x->m, ops, n);
+	free(ops);
+	DType f = t == DT_UNDEF || dtype_is_float(t) || t == DT_C64 || t == DT_C128 ? t : DT_F32;
+	for (uint32_t i = 0; i < d->nparam; i++)
+		if (d->params[i].name == x->s_promoted)
+			b[i].a = dtype_arg(t);
+		else if (d->params[i].name == x->s_promoted_float)
+			b[i].a = dtype_arg(f);
+}
+
 static int bind(const Dx *x, const Decomp *d, const Node *call, Bound *b)
 {
 	memset(b, 0, d->nparam * sizeof *b);
@@ -363,6 +390,7 @@ static int bind(const Dx *x, const Decomp *d, const Node *call, Bound *b)
 		if (p->kind == DP_TENSOR && !tensor_arg_ok(&b[i].a))
 			return 0;
 	}
+	bind_promoted(x, d, b);
 	for (uint32_t i = 0; i < d->nguard; i++) {
 		int k = find_param(d, d->guards[i].param);
 		if (k < 0 || !guard_holds(&d->guards[i], &b[k].a))
@@ -674,6 +702,41 @@ static void copy_results(Inst *in, const Node *bn, Node *n)
 	}
 }
 
+/* A body's Cast to the dtype its input has already, or with its `to` left
+ * out (a $param bound to none: $promoted when a dtype is unknown), is not
+ * copied, so a body may cast its operands to $promoted unconditionally. */
+static int cast_is_noop(Inst *in, const Node *bn, const Node *n)
+{
+	static Sym cast, to;
+	if (!cast) {
+		cast = sym_cstr("Cast");
+		to = sym_cstr("to");
+	}
+	if (bn->domain != dom_onnx() || bn->name != cast || n->nargs != 1 || n->args[0].kind != A_VALUE)
+		return 0;
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (n->kw[i].name == to) {
+			const Type *t = val(in->x->m, n->args[0].u.v)->type;
+			return n->kw[i].val.kind == A_DTYPE && t && t->kind == TY_TENSOR &&
+			       t->dtype == n->kw[i].val.u.i;
+		}
+	for (uint32_t i = 0; i < bn->nkw; i++)
+		if (bn->kw[i].name == to && bn->kw[i].val.kind == A_PARAM)
+			return 1;
+	return 0;
+}
+
+/* The Cast's result is its input; when it is the call's result, through
+ * the substitution table. */
+static void skip_cast(Inst *in, const Node *bn, ValueId input)
+{
+	uint32_t k = in->e->local[bn->res[0]];
+	if (in->map[k])
+		subst_set(in->x, in->map[k], input, in->call);
+	else
+		in->map[k] = input;
+}
+
 static int copy_node(Inst *in, const Node *bn, int widen)
 {
 	int err = 0;
@@ -684,6 +747,10 @@ static int copy_node(Inst *in, const Node *bn, int widen)
 	n->loc = in->call->loc;
 	copy_args(in, bn, n, &err);
 	copy_kw(in, bn, n, &err);
+	if (!err && !widen && cast_is_noop(in, bn, n)) {
+		skip_cast(in, bn, n->args[0].u.v);
+		return 0;
+	}
 	node_insert_before(in->call->graph, in->call, n);
 	in->widen = widen;
 	copy_results(in, bn, n);
@@ -1148,6 +1215,8 @@ int pass_decompose(Module *m, const PassOptions *opt)
 	x.s_neg_len = sym_cstr("neg_len");
 	x.s_index_axis = sym_cstr("index_axis");
 	x.s_contiguous_view = sym_cstr("contiguous_view");
+	x.s_promoted = sym_cstr("promoted");
+	x.s_promoted_float = sym_cstr("promoted_float");
 	x.s_value = sym_cstr("value");
 	if (!has_aten(m))
 		return 0;

@@ -629,6 +629,54 @@ A([
 ])
 
 
+# -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
+#    tensor with tensor, with a 0-d tensor and with a Python number; ids are
+#    promote-OP-DTYPE-DTYPE (0d: a 0-d tensor, num: an int, float or bool) --
+PROMO_DTYPES = ["bool", "u8", "i32", "i64", "f32", "f64"]
+PROMO_OPS = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "floor_divide",
+             "remainder.Tensor", "lt.Tensor", "eq.Tensor", "maximum"]
+DIVIDES = ("div.Tensor", "floor_divide", "remainder.Tensor")
+
+
+def promo_operand(dtype, shape, divisor):
+    spec = "%s[%s]" % (dtype, shape)
+    if dtype == "bool":
+        return X(spec)
+    if dtype in ("u8", "i32", "i64"):
+        return X(spec, lo=1 if divisor else 0, hi=6)
+    return X(spec, lo=0.5, hi=3.0) if divisor else X(spec, lo=-3.0, hi=3.0)
+
+
+def promo_case(op, a, b, tag):
+    """None when PyTorch itself refuses the pair (bool - bool, division by a bool)."""
+    left = promo_operand(a, "2,3", False)
+    if isinstance(b, str):
+        shape = "" if tag == "0d" else "2,3"
+        right = promo_operand(b, shape, op in DIVIDES)
+        common = torch.result_type(torch.zeros(2, dtype=DTYPES[a][1]),
+                                   torch.zeros((2,) if shape else (), dtype=DTYPES[b][1]))
+        name = b + ("-0d" if tag == "0d" else "")
+    else:
+        right = b
+        common = torch.result_type(torch.zeros(2, dtype=DTYPES[a][1]), b)
+        name = "num-" + str(b).lower()
+    if (op == "sub.Tensor" and a == "bool" and common == torch.bool) or \
+            (op in DIVIDES and (name.startswith("bool") or name == "num-true")):
+        return None
+    return C("aten::" + op, left, right, id="promote-%s-%s-%s" % (op, a, name))
+
+
+for _op in PROMO_OPS:
+    for _a in PROMO_DTYPES:
+        _others = [(b, "tt") for b in PROMO_DTYPES] + [(3, "num"), (2.5, "num"), (True, "num")]
+        if _op in ("add.Tensor", "div.Tensor", "lt.Tensor"):
+            _others += [(b, "0d") for b in PROMO_DTYPES]
+        for _b, _tag in _others:
+            _c = promo_case(_op, _a, _b, _tag)
+            if _c:
+                CASES.append(_c)
+
+
 # -- building and running a case ----------------------------------------------------
 
 class Skip(Exception):
