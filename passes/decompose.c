@@ -17,6 +17,7 @@
  *    a substitution table, applied to every later node as the walk reaches
  *    it (uses always follow definitions), and to graph outputs at the end.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "passes.h"
@@ -32,7 +33,7 @@ typedef struct Dx {
 	const Node **sfrom;         /* the call that made the entry (provenance) */
 	uint32_t nsubst;
 	Sym s_opset, s_nresults, s_result, s_rank, s_swapped, s_neg_len, s_index_axis, s_contiguous_view, s_value;
-	Sym s_promoted, s_promoted_float;
+	Sym s_promoted, s_promoted_float, s_rsqrt_last_dim;
 } Dx;
 
 /* The arguments a call binds to one decomposition's parameters. */
@@ -122,7 +123,8 @@ static int is_builtin(const Dx *x, Sym s)
 {
 	return s == x->s_opset || s == x->s_nresults || s == x->s_result || s == x->s_rank ||
 	       s == x->s_swapped || s == x->s_neg_len || s == x->s_index_axis ||
-	       s == x->s_contiguous_view || s == x->s_promoted || s == x->s_promoted_float;
+	       s == x->s_contiguous_view || s == x->s_promoted || s == x->s_promoted_float ||
+	       s == x->s_rsqrt_last_dim;
 }
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
@@ -327,6 +329,26 @@ static Arg contiguous_view(const Dx *x, const Node *call)
 	return want == numel ? yes : no;
 }
 
+/* 1/sqrt of the static last dim of the call's first tensor argument
+ * (attention's default scale, so that it is a constant); none when the dim
+ * is symbolic or unknown. */
+static Arg rsqrt_last_dim(const Dx *x, const Node *call)
+{
+	for (uint32_t i = 0; i < call->nargs; i++) {
+		const Arg *a = &call->args[i];
+		if (a->kind != A_VALUE)
+			continue;
+		const Type *t = val(x->m, a->u.v)->type;
+		if (!t || t->kind != TY_TENSOR || t->rank < 1)
+			break;
+		const Dim *d = &t->dims[t->rank - 1];
+		if (d->sym || d->v <= 0)
+			break;
+		return (Arg){ .kind = A_FLOAT, .u.f = 1.0 / sqrt((double)d->v) };
+	}
+	return (Arg){ .kind = A_NONE };
+}
+
 /* The built-in literals, derived from the call and the target. */
 static Arg builtin(const Dx *x, const Node *call, Sym s)
 {
@@ -345,6 +367,8 @@ static Arg builtin(const Dx *x, const Node *call, Sym s)
 		return index_axis(call);
 	if (s == x->s_contiguous_view)
 		return contiguous_view(x, call);
+	if (s == x->s_rsqrt_last_dim)
+		return rsqrt_last_dim(x, call);
 	return int_arg(0);          /* $result, set per copy */
 }
 
@@ -1217,6 +1241,7 @@ int pass_decompose(Module *m, const PassOptions *opt)
 	x.s_contiguous_view = sym_cstr("contiguous_view");
 	x.s_promoted = sym_cstr("promoted");
 	x.s_promoted_float = sym_cstr("promoted_float");
+	x.s_rsqrt_last_dim = sym_cstr("rsqrt_last_dim");
 	x.s_value = sym_cstr("value");
 	if (!has_aten(m))
 		return 0;

@@ -98,12 +98,14 @@ class C:
     """One case: op name as in .fxir, positional and keyword arguments.
     Options: id (default: derived), outputs (indices of the results to
     compare), shape_only (compare shapes and dtypes, not values, e.g.
-    uninitialised memory), xfail / skip (a reason), opset."""
+    uninitialised memory), xfail / skip (a reason), opset, ref (a NumPy
+    function standing for PyTorch's op, for what the installed PyTorch
+    lacks: it gets the NumPy inputs and the literals)."""
 
     def __init__(self, op, *args, id=None, outputs=None, shape_only=False,
-                 xfail=None, skip=None, opset=None, **kwargs):
+                 xfail=None, skip=None, opset=None, ref=None, **kwargs):
         self.op, self.args, self.kwargs = op, list(args), kwargs
-        self.outputs, self.shape_only = outputs, shape_only
+        self.outputs, self.shape_only, self.ref = outputs, shape_only, ref
         self.xfail, self.skip, self.opset = xfail, skip, opset
         self.id = id or op.split("::", 1)[1]
 
@@ -572,9 +574,37 @@ A([
 ])
 
 # -- attention.fxir --
+def np_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+            enable_gqa=False):
+    """PyTorch's documented reference for scaled_dot_product_attention
+    (torch 1.13 has no such op, and no enable_gqa before 2.5)."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    if enable_gqa:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    s = q @ np.swapaxes(k, -2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if is_causal:
+        s = np.where(np.tril(np.ones((q.shape[-2], k.shape[-2]), bool)), s, -np.inf)
+    if attn_mask is not None:
+        s = s + attn_mask
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True) @ v).astype(np.float32)
+
+
+SDPA = dict(ref=np_sdpa)
 A([
     C("aten::scaled_dot_product_attention", f("f32[1,2,3,4]"), f("f32[1,2,5,4]"),
-      f("f32[1,2,5,4]")),
+      f("f32[1,2,5,4]"), **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,6]"), is_causal=True, id="sdpa-causal", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,4]"), f("f32[3,5]"), scale=0.3, id="sdpa-mask-scale", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,6,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,3]"), enable_gqa=True, id="sdpa-gqa", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[1,4,5,8]"), f("f32[1,1,5,8]"),
+      f("f32[1,1,5,8]"), is_causal=True, enable_gqa=True, id="sdpa-gqa-causal", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[3,4,5,8]"), f("f32[3,2,5,8]"),
+      f("f32[3,2,5,8]"), f("f32[5,5]"), enable_gqa=True, id="sdpa-gqa-mask", **SDPA),
 ])
 
 # -- what the torchvision models need (index.Tensor, roll, pads, view scatters,
@@ -751,7 +781,24 @@ def torch_value(a, arrays):
     return a
 
 
+def numpy_reference(case, prog):
+    arrays = iter([arr for _, _, arr in prog.inputs])
+
+    def value(a):
+        if isinstance(a, X):
+            return next(arrays).copy()
+        if isinstance(a, list):
+            return [value(e) for e in a]
+        return a.py if isinstance(a, Lit) else a
+    args = [value(a) for a in case.args]
+    kwargs = {k: value(v) for k, v in case.kwargs.items()}
+    out = case.ref(*args, **kwargs)
+    return [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+
 def reference(case, prog):
+    if case.ref:
+        return numpy_reference(case, prog)
     fn = torch_op(case.op)
     arrays = iter([arr for _, _, arr in prog.inputs])
     args = [torch_value(a, arrays) for a in case.args]
