@@ -644,6 +644,7 @@ A([
     C("aten::fill.Tensor", i(), f("f32[]", intf=True), id="fill.Tensor-i64"),
     C("aten::fill.Scalar", f(), 2.5),
     C("aten::new_zeros", f(), [3, 2], dtype=DT("i64"), id="new_zeros-dtype"),
+    C("aten::new_ones", i(), [3, 2], id="new_ones-i64"),
     C("aten::new_ones", f(), [3, 2], dtype=DT("i64"), id="new_ones-dtype"),
     C("aten::new_empty", f(), [3, 2], dtype=DT("i64"), shape_only=True, id="new_empty-dtype"),
     C("aten::new_full", f(), [3, 2], 2.5),
