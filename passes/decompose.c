@@ -383,6 +383,8 @@ static Arg dtype_arg(DType t)
  * default dtype. */
 static void bind_promoted(const Dx *x, const Decomp *d, Bound *b)
 {
+	if (find_param(d, x->s_promoted) < 0 && find_param(d, x->s_promoted_float) < 0)
+		return;
 	const Arg **ops = xcalloc(d->nparam + 1, sizeof *ops);
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < d->nparam; i++)
