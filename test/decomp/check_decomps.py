@@ -707,6 +707,19 @@ for _op in PROMO_OPS:
             if _c:
                 CASES.append(_c)
 
+# clamp's bounds promote with self.
+for _a in ["u8", "i32", "i64", "f32", "f64"]:
+    _x = promo_operand(_a, "2,3", False)
+    A([
+        C("aten::clamp", _x, 1, 4, id="promote-clamp-%s-int" % _a),
+        C("aten::clamp", _x, 0.5, 2.5, id="promote-clamp-%s-float" % _a),
+        C("aten::clamp", _x, None, 2.5, id="promote-clamp-%s-max" % _a),
+        C("aten::clamp", _x, 1.5, id="promote-clamp-%s-min" % _a),
+        C("aten::clamp.Tensor", _x, promo_operand("f32", "2,3", False), id="promote-clamp.Tensor-%s" % _a),
+        C("aten::clamp_min", _x, 1.5, id="promote-clamp_min-%s" % _a),
+        C("aten::clamp_max", _x, 2.5, id="promote-clamp_max-%s" % _a),
+    ])
+
 # Float functions of integers and bools compute in f32 ($promoted_float).
 PROMO_UNARY = ["exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
                "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
