@@ -140,7 +140,7 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 /* Every option as typed, `=` marking those that take a value; the
  * suggestions for a mistyped one come from here. */
 static const char *const option_names[] = {
-	"-o", "-emit=", "-opset=", "-external-data", "-external-data=", "-external-threshold=",
+	"-o", "-emit=", "-opset=", "-external-data=", "-external-data", "-external-threshold=",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-verify-diagnostics", "-split-input-file",
@@ -171,7 +171,8 @@ static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
 }
 
 /* The option nearest to arg's name (the part before `=`), if it is near
- * enough to be a typo: at most a third of the name's length in edits. */
+ * enough to be a typo: at most a third of the name's length in edits.
+ * Ties go to the later option (-O3: -O2; -external-data without `=`). */
 static const char *nearest_option(const char *arg)
 {
 	size_t n = strcspn(arg, "="), best = (size_t)-1;
@@ -181,7 +182,7 @@ static const char *nearest_option(const char *arg)
 	for (size_t i = 0; i < sizeof option_names / sizeof *option_names; i++) {
 		const char *o = option_names[i];
 		size_t on = strcspn(o, "="), d = edit_distance(arg, n, o, on);
-		if (d < best) {
+		if (d <= best) {
 			best = d;
 			pick = o;
 		}
