@@ -585,7 +585,9 @@ def np_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
     s = q @ np.swapaxes(k, -2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     if is_causal:
         s = np.where(np.tril(np.ones((q.shape[-2], k.shape[-2]), bool)), s, -np.inf)
-    if attn_mask is not None:
+    if attn_mask is not None and attn_mask.dtype == np.bool_:
+        s = np.where(attn_mask, s, -np.inf)
+    elif attn_mask is not None:
         s = s + attn_mask
     p = np.exp(s - s.max(-1, keepdims=True))
     return (p / p.sum(-1, keepdims=True) @ v).astype(np.float32)
@@ -599,6 +601,8 @@ A([
       f("f32[2,2,5,6]"), is_causal=True, id="sdpa-causal", **SDPA),
     C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
       f("f32[2,2,5,4]"), f("f32[3,5]"), scale=0.3, id="sdpa-mask-scale", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,4]"), b("f32[2,1,3,5]"), id="sdpa-bool-mask", **SDPA),
     C("aten::scaled_dot_product_attention", f("f32[2,6,3,4]"), f("f32[2,2,5,4]"),
       f("f32[2,2,5,3]"), enable_gqa=True, id="sdpa-gqa", **SDPA),
     C("aten::scaled_dot_product_attention", f("f32[1,4,5,8]"), f("f32[1,1,5,8]"),
