@@ -638,10 +638,18 @@ static void node_attrs(Writer *w, const Node *n, Onnx__NodeProto *p)
 	}
 }
 
-/* Overloads follow the IR's dotted spelling: "op.overload". */
+/* Where the IR's dotted spelling "op.overload" is an overload: in the ATen
+ * domains, whose names are spelled that way.  Elsewhere a dot belongs to
+ * the name (TorchScript names a second variant of a module's function
+ * `Linear.1`), and splitting it would call another function. */
+static const char *overload_dot(Sym domain, const char *name)
+{
+	return domain == S_aten || domain == S__operator ? strchr(name, '.') : NULL;
+}
+
 static void node_op(Writer *w, const Node *n, Onnx__NodeProto *p)
 {
-	const char *s = sym_str(n->name), *dot = strchr(s, '.');
+	const char *s = sym_str(n->name), *dot = overload_dot(n->domain, s);
 	p->domain = dom_str(w, n->domain);
 	p->op_type = dot ? arena_strndup(w->a, s, (size_t)(dot - s)) : (char *)s;
 	if (dot)
@@ -902,7 +910,7 @@ static void func_body(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 static Onnx__FunctionProto *func_proto(Writer *w, const Func *f)
 {
 	Onnx__FunctionProto *p = NEW(w, Onnx__FunctionProto, ONNX__FUNCTION_PROTO__INIT);
-	const char *s = sym_str(f->name), *dot = strchr(s, '.');
+	const char *s = sym_str(f->name), *dot = overload_dot(f->domain, s);
 	p->domain = dom_str(w, f->domain);
 	p->name = dot ? arena_strndup(w->a, s, (size_t)(dot - s)) : (char *)s;
 	p->overload = dot ? (char *)dot + 1 : NULL;

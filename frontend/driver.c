@@ -142,6 +142,77 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 	}
 }
 
+/* Every option as typed, `=` marking those that take a value; the
+ * suggestions for a mistyped one come from here. */
+static const char *const option_names[] = {
+	"-o", "-emit=", "-opset=", "-external-data=", "-external-data", "-external-threshold=",
+	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
+	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
+	"-verify-each", "-time-passes", "-verify-diagnostics", "-split-input-file",
+	"-max-errors=", "-no-fast-lex", "--help", "--version",
+};
+
+/* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t row[64];
+	for (size_t j = 0; j <= nb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= nb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+/* The option nearest to arg's name (the part before `=`), if it is near
+ * enough to be a typo: at most a third of the name's length in edits.
+ * Ties go to the later option (-O3: -O2; -external-data without `=`). */
+static const char *nearest_option(const char *arg)
+{
+	size_t n = strcspn(arg, "="), best = (size_t)-1;
+	const char *pick = NULL;
+	if (n > 63)
+		return NULL;
+	for (size_t i = 0; i < sizeof option_names / sizeof *option_names; i++) {
+		const char *o = option_names[i];
+		size_t on = strcspn(o, "="), d = edit_distance(arg, n, o, on);
+		if (d <= best) {
+			best = d;
+			pick = o;
+		}
+	}
+	return best <= n / 3 ? pick : NULL;
+}
+
+/* An unknown option is a usage error.  -oFILE is not read as -o FILE:
+ * options starting with -o (-opset=, -outline) would be taken for file
+ * names; a name that looks like a file gets that hint instead. */
+static void unknown_option(const char *a)
+{
+	char msg[512];
+	const char *near = nearest_option(a);
+	if (near && strcmp(near, "-o") == 0 && strncmp(a, "-o", 2) == 0)
+		near = NULL;
+	if (near)
+		snprintf(msg, sizeof msg, "unknown option '%.200s' (did you mean %s?)", a, near);
+	else if (strncmp(a, "-o", 2) == 0 && strpbrk(a + 2, "./"))
+		snprintf(msg, sizeof msg, "unknown option '%.200s' (the output file is given as -o FILE)", a);
+	else
+		snprintf(msg, sizeof msg, "unknown option '%.200s'", a);
+	usage_error("%s", msg);
+}
+
 static void parse_args(int argc, char **argv, Opts *o)
 {
 	long n;
@@ -161,8 +232,6 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (++i >= argc)
 				usage_error("%s needs a file name", a);
 			o->output = argv[i];
-		} else if (strncmp(a, "-o", 2) == 0 && a[2] && a[2] != '=' && strncmp(a, "-opset", 6) != 0) {
-			o->output = a + 2;
 		} else if (match(a, "-emit", &v)) {
 			parse_emit(o, v);
 		} else if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
@@ -207,7 +276,7 @@ static void parse_args(int argc, char **argv, Opts *o)
 			parse_numeric(a, v, 0, 1L << 40, &n);
 			o->w.external_threshold = (size_t)n;
 		} else if (a[0] == '-' && a[1]) {
-			usage_error("unknown option '%s'", a);
+			unknown_option(a);
 		} else if (o->input) {
 			usage_error("more than one input file ('%s')", a);
 		} else {
@@ -370,7 +439,7 @@ static Expect *collect_expects(const char *text, size_t len, uint32_t first_line
 				continue;
 			if (*n == cap) {
 				cap = cap ? cap * 2 : 16;
-				v = realloc(v, cap * sizeof *v);
+				v = xreallocarray(v, cap, sizeof *v);
 			}
 			int r = parse_expect(c, le, line, &v[*n]);
 			if (r < 0)

@@ -17,6 +17,7 @@
  *    a substitution table, applied to every later node as the walk reaches
  *    it (uses always follow definitions), and to graph outputs at the end.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "passes.h"
@@ -87,7 +88,8 @@ static int is_builtin(Sym s)
 {
 	return s == S_opset || s == S_nresults || s == S_result || s == S_rank ||
 	       s == S_swapped || s == S_neg_len || s == S_index_axis ||
-	       s == S_contiguous_view;
+	       s == S_contiguous_view || s == S_promoted || s == S_promoted_float ||
+	       s == S_rsqrt_last_dim;
 }
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
@@ -292,6 +294,26 @@ static Arg contiguous_view(const Decompose *x, const Node *call)
 	return want == numel ? yes : no;
 }
 
+/* 1/sqrt of the static last dim of the call's first tensor argument
+ * (attention's default scale, so that it is a constant); none when the dim
+ * is symbolic or unknown. */
+static Arg rsqrt_last_dim(const Decompose *x, const Node *call)
+{
+	for (uint32_t i = 0; i < call->nargs; i++) {
+		const Arg *a = &call->args[i];
+		if (a->kind != A_VALUE)
+			continue;
+		const Type *t = val(x->m, a->u.v)->type;
+		if (!t || t->kind != TY_TENSOR || t->rank < 1)
+			break;
+		const Dim *d = &t->dims[t->rank - 1];
+		if (d->sym || d->v <= 0)
+			break;
+		return (Arg){ .kind = A_FLOAT, .u.f = 1.0 / sqrt((double)d->v) };
+	}
+	return (Arg){ .kind = A_NONE };
+}
+
 /* The built-in literals, derived from the call and the target. */
 static Arg builtin(const Decompose *x, const Node *call, Sym s)
 {
@@ -310,7 +332,37 @@ static Arg builtin(const Decompose *x, const Node *call, Sym s)
 		return index_axis(call);
 	if (s == S_contiguous_view)
 		return contiguous_view(x, call);
+	if (s == S_rsqrt_last_dim)
+		return rsqrt_last_dim(x, call);
 	return int_arg(0);          /* $result, set per copy */
+}
+
+static Arg dtype_arg(DType t)
+{
+	return t == DT_UNDEF ? (Arg){ .kind = A_NONE } : (Arg){ .kind = A_DTYPE, .u.i = t };
+}
+
+/* $promoted and $promoted_float: PyTorch's common dtype of the arguments
+ * bound to %params (the operands), so they follow the other bindings.
+ * Integers and bools divide (and take float functions) in f32, the
+ * default dtype. */
+static void bind_promoted(const Decompose *x, const Decomp *d, Bound *b)
+{
+	if (find_param(d, S_promoted) < 0 && find_param(d, S_promoted_float) < 0)
+		return;
+	const Arg **ops = xcalloc(d->nparam + 1, sizeof *ops);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < d->nparam; i++)
+		if (d->params[i].kind == DP_TENSOR)
+			ops[n++] = &b[i].a;
+	DType t = result_type(x->m, ops, n);
+	free(ops);
+	DType f = t == DT_UNDEF || dtype_is_float(t) || t == DT_C64 || t == DT_C128 ? t : DT_F32;
+	for (uint32_t i = 0; i < d->nparam; i++)
+		if (d->params[i].name == S_promoted)
+			b[i].a = dtype_arg(t);
+		else if (d->params[i].name == S_promoted_float)
+			b[i].a = dtype_arg(f);
 }
 
 static int bind(const Decompose *x, const Decomp *d, const Node *call, Bound *b)
@@ -329,6 +381,7 @@ static int bind(const Decompose *x, const Decomp *d, const Node *call, Bound *b)
 		if (p->kind == DP_TENSOR && !tensor_arg_ok(&b[i].a))
 			return 0;
 	}
+	bind_promoted(x, d, b);
 	for (uint32_t i = 0; i < d->nguard; i++) {
 		int k = find_param(d, d->guards[i].param);
 		if (k < 0 || !guard_holds(&d->guards[i], &b[k].a))
@@ -640,6 +693,36 @@ static void copy_results(Inst *in, const Node *bn, Node *n)
 	}
 }
 
+/* A body's Cast to the dtype its input has already, or with its `to` left
+ * out (a $param bound to none: $promoted when a dtype is unknown), is not
+ * copied, so a body may cast its operands to $promoted unconditionally. */
+static int cast_is_noop(Inst *in, const Node *bn, const Node *n)
+{
+	if (bn->op != OP_ONNX_Cast || bn->domain != S_onnx || n->nargs != 1 || n->args[0].kind != A_VALUE)
+		return 0;
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (n->kw[i].name == S_to) {
+			const Type *t = val(in->x->m, n->args[0].u.v)->type;
+			return n->kw[i].val.kind == A_DTYPE && t && t->kind == TY_TENSOR &&
+			       t->dtype == n->kw[i].val.u.i;
+		}
+	for (uint32_t i = 0; i < bn->nkw; i++)
+		if (bn->kw[i].name == S_to && bn->kw[i].val.kind == A_PARAM)
+			return 1;
+	return 0;
+}
+
+/* The Cast's result is its input; when it is the call's result, through
+ * the substitution table. */
+static void skip_cast(Inst *in, const Node *bn, ValueId input)
+{
+	uint32_t k = in->e->local[bn->res[0]];
+	if (in->map[k])
+		subst_set(in->x, in->map[k], input, in->call);
+	else
+		in->map[k] = input;
+}
+
 static Status copy_node(Inst *in, const Node *bn, int widen)
 {
 	int err = 0;
@@ -650,6 +733,10 @@ static Status copy_node(Inst *in, const Node *bn, int widen)
 	n->loc = in->call->loc;
 	copy_args(in, bn, n, &err);
 	copy_kw(in, bn, n, &err);
+	if (!err && !widen && cast_is_noop(in, bn, n)) {
+		skip_cast(in, bn, n->args[0].u.v);
+		return 0;
+	}
 	node_insert_before(in->call->graph, in->call, n);
 	in->widen = widen;
 	copy_results(in, bn, n);

@@ -46,6 +46,12 @@ void pipeline_free(Pipeline *p);
  * each and a summary note); returns how many there were. */
 uint32_t decompose_report_unsupported(Module *m);
 
+/* promote.c: PyTorch's type promotion.  dtype_promote is
+ * torch.promote_types, result_type torch.result_type over tensor and
+ * number operands; both DT_UNDEF when a dtype is unknown or unpromotable. */
+DType dtype_promote(DType a, DType b);
+DType result_type(const Module *m, const Arg *const *ops, uint32_t n);
+
 /* decomp_lib.c: the decomposition library.  User files (-decomp=FILE, in
  * order) come before the built-in directory (every *.fxir in it, sorted by
  * name); the first decomposition that matches a call wins.  Loading is

@@ -98,12 +98,14 @@ class C:
     """One case: op name as in .fxir, positional and keyword arguments.
     Options: id (default: derived), outputs (indices of the results to
     compare), shape_only (compare shapes and dtypes, not values, e.g.
-    uninitialised memory), xfail / skip (a reason), opset."""
+    uninitialised memory), xfail / skip (a reason), opset, ref (a NumPy
+    function standing for PyTorch's op, for what the installed PyTorch
+    lacks: it gets the NumPy inputs and the literals)."""
 
     def __init__(self, op, *args, id=None, outputs=None, shape_only=False,
-                 xfail=None, skip=None, opset=None, **kwargs):
+                 xfail=None, skip=None, opset=None, ref=None, **kwargs):
         self.op, self.args, self.kwargs = op, list(args), kwargs
-        self.outputs, self.shape_only = outputs, shape_only
+        self.outputs, self.shape_only, self.ref = outputs, shape_only, ref
         self.xfail, self.skip, self.opset = xfail, skip, opset
         self.id = id or op.split("::", 1)[1]
 
@@ -572,9 +574,41 @@ A([
 ])
 
 # -- attention.fxir --
+def np_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+            enable_gqa=False):
+    """PyTorch's documented reference for scaled_dot_product_attention
+    (torch 1.13 has no such op, and no enable_gqa before 2.5)."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    if enable_gqa:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    s = q @ np.swapaxes(k, -2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if is_causal:
+        s = np.where(np.tril(np.ones((q.shape[-2], k.shape[-2]), bool)), s, -np.inf)
+    if attn_mask is not None and attn_mask.dtype == np.bool_:
+        s = np.where(attn_mask, s, -np.inf)
+    elif attn_mask is not None:
+        s = s + attn_mask
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True) @ v).astype(np.float32)
+
+
+SDPA = dict(ref=np_sdpa)
 A([
     C("aten::scaled_dot_product_attention", f("f32[1,2,3,4]"), f("f32[1,2,5,4]"),
-      f("f32[1,2,5,4]")),
+      f("f32[1,2,5,4]"), **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,6]"), is_causal=True, id="sdpa-causal", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,4]"), f("f32[3,5]"), scale=0.3, id="sdpa-mask-scale", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,4]"), b("f32[2,1,3,5]"), id="sdpa-bool-mask", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,6,3,4]"), f("f32[2,2,5,4]"),
+      f("f32[2,2,5,3]"), enable_gqa=True, id="sdpa-gqa", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[1,4,5,8]"), f("f32[1,1,5,8]"),
+      f("f32[1,1,5,8]"), is_causal=True, enable_gqa=True, id="sdpa-gqa-causal", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[3,4,5,8]"), f("f32[3,2,5,8]"),
+      f("f32[3,2,5,8]"), f("f32[5,5]"), enable_gqa=True, id="sdpa-gqa-mask", **SDPA),
 ])
 
 # -- what the torchvision models need (index.Tensor, roll, pads, view scatters,
@@ -614,6 +648,7 @@ A([
     C("aten::fill.Tensor", i(), f("f32[]", intf=True), id="fill.Tensor-i64"),
     C("aten::fill.Scalar", f(), 2.5),
     C("aten::new_zeros", f(), [3, 2], dtype=DT("i64"), id="new_zeros-dtype"),
+    C("aten::new_ones", i(), [3, 2], id="new_ones-i64"),
     C("aten::new_ones", f(), [3, 2], dtype=DT("i64"), id="new_ones-dtype"),
     C("aten::new_empty", f(), [3, 2], dtype=DT("i64"), shape_only=True, id="new_empty-dtype"),
     C("aten::new_full", f(), [3, 2], 2.5),
@@ -627,6 +662,79 @@ A([
     C("aten::adaptive_avg_pool1d", f("f32[2,3,7]"), [3], id="adaptive_avg_pool1d-general"),
     C("aten::adaptive_avg_pool1d", f("f32[2,3,3]"), [5], id="adaptive_avg_pool1d-up"),
 ])
+
+
+# -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
+#    tensor with tensor, with a 0-d tensor and with a Python number; ids are
+#    promote-OP-DTYPE-DTYPE (0d: a 0-d tensor, num: an int, float or bool) --
+PROMO_DTYPES = ["bool", "u8", "i32", "i64", "f32", "f64"]
+PROMO_OPS = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "floor_divide",
+             "remainder.Tensor", "lt.Tensor", "eq.Tensor", "maximum"]
+DIVIDES = ("div.Tensor", "floor_divide", "remainder.Tensor")
+
+
+def promo_operand(dtype, shape, divisor):
+    spec = "%s[%s]" % (dtype, shape)
+    if dtype == "bool":
+        return X(spec)
+    if dtype in ("u8", "i32", "i64"):
+        return X(spec, lo=1 if divisor else 0, hi=6)
+    return X(spec, lo=0.5, hi=3.0) if divisor else X(spec, lo=-3.0, hi=3.0)
+
+
+def promo_case(op, a, b, tag):
+    """None when PyTorch itself refuses the pair (bool - bool, division by a bool)."""
+    left = promo_operand(a, "2,3", False)
+    if isinstance(b, str):
+        shape = "" if tag == "0d" else "2,3"
+        right = promo_operand(b, shape, op in DIVIDES)
+        common = torch.result_type(torch.zeros(2, dtype=DTYPES[a][1]),
+                                   torch.zeros((2,) if shape else (), dtype=DTYPES[b][1]))
+        name = b + ("-0d" if tag == "0d" else "")
+    else:
+        right = b
+        common = torch.result_type(torch.zeros(2, dtype=DTYPES[a][1]), b)
+        name = "num-" + str(b).lower()
+    if (op == "sub.Tensor" and a == "bool" and common == torch.bool) or \
+            (op in DIVIDES and (name.startswith("bool") or name == "num-true")):
+        return None
+    return C("aten::" + op, left, right, id="promote-%s-%s-%s" % (op, a, name))
+
+
+for _op in PROMO_OPS:
+    for _a in PROMO_DTYPES:
+        _others = [(b, "tt") for b in PROMO_DTYPES] + [(3, "num"), (2.5, "num"), (True, "num")]
+        if _op in ("add.Tensor", "div.Tensor", "lt.Tensor"):
+            _others += [(b, "0d") for b in PROMO_DTYPES]
+        for _b, _tag in _others:
+            _c = promo_case(_op, _a, _b, _tag)
+            if _c:
+                CASES.append(_c)
+
+# clamp's bounds promote with self.
+for _a in ["u8", "i32", "i64", "f32", "f64"]:
+    _x = promo_operand(_a, "2,3", False)
+    A([
+        C("aten::clamp", _x, 1, 4, id="promote-clamp-%s-int" % _a),
+        C("aten::clamp", _x, 0.5, 2.5, id="promote-clamp-%s-float" % _a),
+        C("aten::clamp", _x, None, 2.5, id="promote-clamp-%s-max" % _a),
+        C("aten::clamp", _x, 1.5, id="promote-clamp-%s-min" % _a),
+        C("aten::clamp.Tensor", _x, promo_operand("f32", "2,3", False), id="promote-clamp.Tensor-%s" % _a),
+        C("aten::clamp_min", _x, 1.5, id="promote-clamp_min-%s" % _a),
+        C("aten::clamp_max", _x, 2.5, id="promote-clamp_max-%s" % _a),
+    ])
+
+# Float functions of integers and bools compute in f32 ($promoted_float).
+PROMO_UNARY = ["exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
+               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+               "acosh", "atanh", "erf", "sigmoid"]
+# ONNX Runtime's CPU kernels of these take f32 only (the model is valid).
+ORT_F32_ONLY = {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf"}
+for _op in PROMO_UNARY:
+    for _a in PROMO_DTYPES:
+        _x = "ONNX Runtime has no f64 kernel" if _a == "f64" and _op in ORT_F32_ONLY else None
+        CASES.append(C("aten::" + _op, promo_operand(_a, "2,3", False),
+                       id="promote-%s-%s" % (_op, _a), xfail=_x))
 
 
 # -- building and running a case ----------------------------------------------------
@@ -703,7 +811,24 @@ def torch_value(a, arrays):
     return a
 
 
+def numpy_reference(case, prog):
+    arrays = iter([arr for _, _, arr in prog.inputs])
+
+    def value(a):
+        if isinstance(a, X):
+            return next(arrays).copy()
+        if isinstance(a, list):
+            return [value(e) for e in a]
+        return a.py if isinstance(a, Lit) else a
+    args = [value(a) for a in case.args]
+    kwargs = {k: value(v) for k, v in case.kwargs.items()}
+    out = case.ref(*args, **kwargs)
+    return [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+
 def reference(case, prog):
+    if case.ref:
+        return numpy_reference(case, prog)
     fn = torch_op(case.op)
     arrays = iter([arr for _, _, arr in prog.inputs])
     args = [torch_value(a, arrays) for a in case.args]

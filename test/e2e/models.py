@@ -202,6 +202,24 @@ def dynamic_batch():
     return BatchMLP().eval(), (torch.randn(3, 10),), {"x": {0: "batch"}}
 
 
+# -- integer arithmetic: PyTorch's type promotion ------------------------------------
+
+class IntArith(nn.Module):
+    """True division of integers is float, floor division stays integer,
+    a Python float promotes an integer tensor to f32, comparisons of
+    mixed dtypes compare in the common one."""
+
+    def forward(self, a, b, f):
+        return (a / b, a + 0.5, a // b, a < f, a * 2, torch.where(a > 2, a, 0.5),
+                a % b + f, torch.maximum(a.int(), b), (a.int() - b) * f)
+
+
+def int_arith():
+    _seed()
+    return IntArith().eval(), (torch.randint(-8, 9, (2, 3)), torch.randint(1, 4, (2, 3)),
+                               torch.randn(2, 3)), None
+
+
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
@@ -224,6 +242,7 @@ ZOO = {
     "lstm": lstm,
     "buffer_mutation": buffer_mutation,
     "dynamic_batch": dynamic_batch,
+    "int_arith": int_arith,
 }
 
 # Models whose export the installed PyTorch may not manage (an older
