@@ -27,6 +27,7 @@ typedef struct Opts {
 	const char **decomp_files;  /* -decomp=FILE, in order */
 	int ndecomp_files;
 	int allow_custom_ops;
+	long fold_limit;            /* -fold-limit=; 0: never grow the model */
 	DecompLib *lib;
 } Opts;
 
@@ -52,7 +53,9 @@ static const char usage_text[] =
 	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
 	"                           (-passes= runs none)\n"
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
-"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
+	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
+	"                           fold only what does not grow the model)\n"
+	"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
 	"                           over the built-in library\n"
 	"  -decomp-path=DIR         the built-in decomposition library (default: the\n"
 	"                           decomps directory next to the onnxc binary)\n"
@@ -149,7 +152,7 @@ static const char *const option_names[] = {
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-verify-diagnostics", "-split-input-file",
-	"-max-errors=", "-no-fast-lex", "--help", "--version",
+	"-max-errors=", "-no-fast-lex", "-fold-limit=", "--help", "--version",
 };
 
 /* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
@@ -275,6 +278,9 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-external-threshold", &v)) {
 			parse_numeric(a, v, 0, 1L << 40, &n);
 			o->w.external_threshold = (size_t)n;
+		} else if (match(a, "-fold-limit", &v)) {
+			parse_numeric(a, v, 1, 1L << 40, &n);
+			o->fold_limit = n;
 		} else if (a[0] == '-' && a[1]) {
 			unknown_option(a);
 		} else if (o->input) {
@@ -303,7 +309,7 @@ static double now(void)
 
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
-	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib };
+	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit };
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)

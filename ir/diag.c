@@ -72,8 +72,25 @@ static const char *kind_name(DiagKind k)
 	return k == DIAG_ERROR ? "error" : k == DIAG_WARNING ? "warning" : "note";
 }
 
+/* Muted: a caller is trying something that may fail (folding a node); its
+ * errors are counted here and shown nowhere. */
+static int muted;
+static unsigned muted_errors;
+
+unsigned diag_mute(int on)
+{
+	unsigned n = muted_errors;
+	muted = on;
+	muted_errors = 0;
+	return n;
+}
+
 void diag_emitv(DiagKind k, Loc loc, const char *fmt, va_list ap)
 {
+	if (muted) {
+		muted_errors += k == DIAG_ERROR;
+		return;
+	}
 	if (k == DIAG_ERROR && ++nerrors >= max_errors && max_errors > 0)
 		diag_stopped = 1;
 	char buf[1024];

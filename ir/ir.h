@@ -146,6 +146,10 @@ typedef struct Diag { DiagKind kind; Loc loc; char *msg; } Diag;
 const Diag *diag_collected(size_t *n);
 void diag_clear(void);
 void diag_set_max_errors(int n);
+/* diag_mute(1) hides and stops counting every message until diag_mute(0),
+ * which returns how many errors were hidden (for trying what may fail,
+ * such as folding a node, without reporting it). */
+unsigned diag_mute(int on);
 void diag_set_stream(FILE *f);
 
 /* ---- element types (dtypes.def) ------------------------------------------ */

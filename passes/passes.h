@@ -14,6 +14,7 @@ typedef struct PassOptions {
 	int opset;                  /* target default-domain opset */
 	int allow_custom_ops;       /* decompose: keep ATen ops it cannot lower */
 	struct DecompLib *lib;      /* decompose: the library, loaded on first use */
+	int64_t fold_limit;         /* fold: largest result in bytes; 0: never grow the model */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */

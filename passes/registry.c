@@ -21,15 +21,16 @@ const Pass *pass_lookup(const char *name, size_t len)
 
 const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
 
-/* -O0 lowers only; -O1 adds clean-ups; -O2 adds fusions (before the last
- * dce, which removes what they absorbed).  A level names only passes that
+/* -O0 lowers only; -O1 adds clean-ups and folding (before the second
+ * cse: folded constants that are equal merge); -O2 adds fusions (before
+ * the last dce, which removes what they absorbed).  A level names only passes that
  * exist. */
 const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
-	case 1: return "functionalize,decompose,cse,simplify,cse,dce";
-	default: return "functionalize,decompose,cse,simplify,cse,fuse,dce";
+	case 1: return "functionalize,decompose,cse,simplify,fold,cse,dce";
+	default: return "functionalize,decompose,cse,simplify,fold,cse,fuse,dce";
 	}
 }
 

@@ -1,0 +1,246 @@
+/* fold.c - constant folding with the runtime's kernels.
+ *
+ * A node folds when it is an ONNX op with a kernel (runtime/), every
+ * operand it reads is a constant (a `const` value, an onnx::Constant, or a
+ * node folded before it), and it is deterministic and free of effects: no
+ * random ops, no side effects, no subgraphs.  The node becomes an
+ * onnx::Constant holding its result, in place: the result keeps its value,
+ * name, type and provenance, and the provenance gains a
+ * `pkg.onnxc.folded_from` entry naming the op.  Nodes that fed only the
+ * folded ones are left for dce.
+ *
+ * The size budget: a result larger than -fold-limit=BYTES is left alone;
+ * without the option, a result larger than the constants it reads (and
+ * 256 bytes) is, so folding never grows the model: an Expand, Tile or
+ * ConstantOfShape that would write a large tensor stays an op.
+ *
+ * Shape and Size fold from the input's static type alone.
+ *
+ * Parameters and buffers (weights in the safetensors file) are not folded
+ * yet: their results would have to be streamed to the output.
+ *
+ * One walk over every graph (module_walk), in order, so a chain of
+ * constant nodes folds front to back in one pass.  A kernel that refuses
+ * its operands (a dtype it lacks) is not an error: the node stays. */
+#include <stdlib.h>
+#include <string.h>
+#include "passes.h"
+#include "runtime.h"
+
+enum { FOLD_SLACK = 256, MAX_IN = 64 };
+
+typedef struct Fold {
+	Module *m;
+	const PassOptions *opt;
+	int opset;
+} Fold;
+
+static int never_folds(const Node *n)
+{
+	switch (n->op) {
+	case OP_ONNX_Constant:
+	case OP_ONNX_RandomNormal:
+	case OP_ONNX_RandomNormalLike:
+	case OP_ONNX_RandomUniform:
+	case OP_ONNX_RandomUniformLike:
+	case OP_ONNX_Multinomial:
+	case OP_ONNX_Bernoulli:
+	case OP_ONNX_Dropout:
+		return 1;
+	default:
+		return n->domain != S_onnx || n->op == OP_GENERIC || n->nres == 0 || n->nargs > MAX_IN ||
+		       node_has_flag(n, OPF_SIDE_EFFECT) || node_has_subgraph(n) || !rt_kernel(n->op);
+	}
+}
+
+/* Attributes never read a value (the verifier holds that for ONNX ops);
+ * every input is a constant or omitted.  *bytes sums their sizes. */
+static int inputs_constant(const Fold *f, const Node *n, const Tensor **in, size_t *bytes)
+{
+	*bytes = 0;
+	for (uint32_t i = 0; i < n->nargs; i++) {
+		if (n->args[i].kind == A_NONE) {
+			in[i] = NULL;
+			continue;
+		}
+		in[i] = n->args[i].kind == A_VALUE ? const_tensor(f->m, n->args[i].u.v) : NULL;
+		if (!in[i] || !in[i]->type || in[i]->type->dtype == DT_STR)
+			return 0;
+		*bytes += in[i]->nbytes;
+	}
+	return 1;
+}
+
+static int within_budget(const Fold *f, const RTensor *r, size_t in_bytes)
+{
+	if (f->opt->fold_limit > 0)
+		return r->nbytes <= (uint64_t)f->opt->fold_limit;
+	return r->nbytes <= (in_bytes > FOLD_SLACK ? in_bytes : FOLD_SLACK);
+}
+
+static Tensor *to_ir(Fold *f, const RTensor *r)
+{
+	Arena *a = &f->m->arena;
+	Dim *dims = r->rank ? ARENA_ARRAY(a, Dim, r->rank) : NULL;
+	for (int32_t i = 0; i < r->rank; i++)
+		dims[i] = (Dim){ r->shape[i], 0 };
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->type = type_tensor(a, r->dtype, r->rank, dims);
+	t->nbytes = r->nbytes;
+	t->data = r->nbytes ? arena_dup(a, r->data, r->nbytes) : NULL;
+	return t;
+}
+
+/* The node's provenance plus `pkg.onnxc.folded_from: onnx::OP`.  Prov is
+ * shared by pointer, so this is a copy. */
+static Prov *folded_prov(Fold *f, const Node *n)
+{
+	Arena *a = &f->m->arena;
+	Prov *p = ARENA_NEW(a, Prov);
+	if (n->prov)
+		*p = *n->prov;
+	p->meta = ARENA_ARRAY(a, MetaProp, p->nmeta + 1);
+	if (p->nmeta)
+		memcpy(p->meta, n->prov->meta, p->nmeta * sizeof *p->meta);
+	char buf[300];
+	snprintf(buf, sizeof buf, "%s::%s", sym_str(n->domain), sym_str(n->name));
+	p->meta[p->nmeta].key = (Str){ sym_str(S_folded_from), (uint32_t)sym_len(S_folded_from) };
+	p->meta[p->nmeta].val = str_copy(a, (Str){ buf, (uint32_t)strlen(buf) });
+	p->nmeta++;
+	return p;
+}
+
+/* n (or a new Constant after it) defines result i as the tensor r. */
+static void define_constant(Fold *f, Node *n, Node *c, uint32_t i, const RTensor *r, Prov *prov)
+{
+	Tensor *t = to_ir(f, r);
+	if (c != n) {
+		c->prov = prov;
+		c->loc = n->loc;
+	}
+	c->kw[0] = (Named){ S_value, { .kind = A_TENSOR, .u.t = t } };
+	c->res[0] = n->res[i];
+	Value *v = val(f->m, n->res[i]);
+	v->def = c;
+	v->res = 0;
+	if (!v->type)
+		v->type = t->type;
+}
+
+/* n becomes onnx::Constant of its first result; each other result gets a
+ * Constant of its own right after it. */
+static void replace_by_constants(Fold *f, Node *n, RTensor **out)
+{
+	Prov *prov = folded_prov(f, n);
+	Node *after = n->next;
+	for (uint32_t i = 1; i < n->nres; i++)
+		if (n->res[i]) {
+			Node *c = node_new_op(f->m, OP_ONNX_Constant, 1, 0, 1);
+			define_constant(f, n, c, i, out[i], prov);
+			node_insert_before(n->graph, after, c);
+		}
+	ValueId r0 = n->res[0];
+	n->op = OP_ONNX_Constant;
+	n->domain = S_onnx;
+	n->name = op_name_of(OP_ONNX_Constant);
+	n->nargs = 0;
+	n->args = NULL;
+	n->nkw = 1;
+	n->kw = ARENA_ARRAY(&f->m->arena, Named, 1);
+	n->nres = 1;
+	n->res = ARENA_ARRAY(&f->m->arena, ValueId, 1);
+	n->res[0] = r0;
+	n->prov = prov;
+	if (r0)
+		define_constant(f, n, n, 0, out[0], prov);
+	else
+		n->kw[0] = (Named){ S_value, { .kind = A_TENSOR, .u.t = to_ir(f, out[0]) } };
+}
+
+static int fits(const Fold *f, RTensor **out, uint32_t nres, size_t in_bytes)
+{
+	for (uint32_t i = 0; i < nres; i++)
+		if (!out[i] || !within_budget(f, out[i], in_bytes))
+			return 0;
+	return 1;
+}
+
+/* Shape and Size read only their input's type: with every dim known, they
+ * fold whether or not the input is a constant.  Shape's start and end are
+ * clamped to [0, rank] after adding rank to a negative one (ONNX's rule). */
+static RTensor *static_shape(const Fold *f, const Node *n)
+{
+	const Type *t = n->nargs == 1 && n->args[0].kind == A_VALUE ? val(f->m, n->args[0].u.v)->type : NULL;
+	if (!t || t->kind != TY_TENSOR || t->rank < 0 || type_numel(t) < 0)
+		return NULL;
+	if (n->op == OP_ONNX_Size) {
+		RTensor *r = rt_new(n->loc, DT_I64, 0, NULL);
+		rt_set_i(r, 0, type_numel(t));
+		return r;
+	}
+	int64_t lo = 0, hi = t->rank;
+	for (uint32_t i = 0; i < n->nkw; i++) {
+		const Arg *a = &n->kw[i].val;
+		if (a->kind != A_INT)
+			return NULL;
+		if (n->kw[i].name == S_start)
+			lo = a->u.i;
+		else if (n->kw[i].name == S_end)
+			hi = a->u.i;
+		else
+			return NULL;
+	}
+	lo = lo < 0 ? lo + t->rank : lo;
+	hi = hi < 0 ? hi + t->rank : hi;
+	lo = lo < 0 ? 0 : lo > t->rank ? t->rank : lo;
+	hi = hi < lo ? lo : hi > t->rank ? t->rank : hi;
+	int64_t len = hi - lo;
+	RTensor *r = rt_new(n->loc, DT_I64, 1, &len);
+	for (int64_t i = 0; i < len; i++)
+		rt_set_i(r, i, t->dims[lo + i].v);
+	return r;
+}
+
+static void try_fold(Fold *f, Node *n)
+{
+	if ((n->op == OP_ONNX_Shape || n->op == OP_ONNX_Size) && n->domain == S_onnx && n->nres == 1) {
+		RTensor *r = static_shape(f, n);
+		if (r)
+			replace_by_constants(f, n, &r);
+		rt_free(r);
+		return;
+	}
+	const Tensor *tin[MAX_IN];
+	RTensor *in[MAX_IN] = { 0 };
+	size_t in_bytes;
+	if (never_folds(n) || !inputs_constant(f, n, tin, &in_bytes))
+		return;
+	RTensor **out = xcalloc(n->nres, sizeof *out);
+	diag_mute(1);
+	int ok = 1;
+	for (uint32_t i = 0; i < n->nargs && ok; i++)
+		ok = !tin[i] || (in[i] = rt_from_ir(n->loc, tin[i])) != NULL;
+	ok = ok && rt_eval_node(n, f->opset, in, n->nargs, out) == OK;
+	ok = diag_mute(0) == 0 && ok;
+	if (ok && fits(f, out, n->nres, in_bytes))
+		replace_by_constants(f, n, out);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		rt_free(in[i]);
+	for (uint32_t i = 0; i < n->nres; i++)
+		rt_free(out[i]);
+	free(out);
+}
+
+static Status fold_graph(const GraphVisit *v, void *ctx)
+{
+	for (Node *n = v->g->first; n; n = n->next)
+		try_fold(ctx, n);
+	return OK;
+}
+
+Status pass_fold(Module *m, const PassOptions *opt)
+{
+	Fold f = { m, opt, rt_module_opset(m) };
+	module_walk(m, WALK_PROGRAM, fold_graph, &f);
+	return OK;
+}
