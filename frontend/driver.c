@@ -309,7 +309,7 @@ static double now(void)
 
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
-	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit };
+	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit, o->w.weights_dir };
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)

@@ -8,6 +8,12 @@
  *       nothing else.  The Add's operands may come in either order.
  *   ReduceMean(x, axes = every dim after the second, keepdims=1)
  *                                                -> GlobalAveragePool(x)
+ *   BatchNormalization(Conv(x, W, B), scale, bias, mean, var)  (inference)
+ *                                                -> Conv(x, W', B')
+ *       W, B and the four statistics constants (params, buffers, consts)
+ *       of one floating dtype, the Conv feeding nothing else;
+ *       W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + bias[c],
+ *       s = scale / sqrt(var + epsilon).
  *       x of static rank >= 3; axes as the input (opset 18) or the
  *       attribute (before).
  *
@@ -15,18 +21,28 @@
  * (M, N), which is the MatMul and Add of 2-D operands; transB=1 reads the
  * weight transposed, which is what the Transpose did.  GlobalAveragePool
  * averages every spatial dim of an (N, C, D1, ...) tensor and keeps them
- * as 1s, which is ReduceMean over dims 2.. with keepdims.
+ * as 1s, which is ReduceMean over dims 2.. with keepdims.  Inference
+ * BatchNormalization is y[c] = (z[c] - mean[c]) * s[c] + bias[c], affine
+ * per output channel c of z = Conv(x, W, B), and a Conv is linear in W and
+ * B per output channel, so scaling W[c] and B[c] gives the same y.  The new
+ * W' and B' are `const` values of the graph (the old weights go when
+ * nothing else reads them); they are computed in double and stored in the
+ * weights' dtype.
  *
  * One walk over every graph (module_walk); the fused node replaces the last
  * node of the pattern in place, so it keeps that node's result, name and
  * provenance; the nodes it absorbed are left for dce (their one use is
  * gone).  Use counts are computed once: linear time. */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "passes.h"
+#include "runtime.h"
 
 typedef struct Fuse {
 	Module *m;
 	uint32_t *uses;
+	RtWeights weights;          /* params and buffers, for Conv + BatchNormalization */
 } Fuse;
 
 static const Type *static_type(const Fuse *f, ValueId v)
@@ -151,6 +167,96 @@ static void fuse_global_pool(Fuse *f, Node *n)
 	n->args[0] = value_arg(x);
 }
 
+/* A new `const` value of g holding r, named after `like`. */
+static ValueId new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
+{
+	Arena *a = &f->m->arena;
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s%s", sym_str(val(f->m, like)->name), suffix);
+	Dim *dims = ARENA_ARRAY(a, Dim, r->rank ? r->rank : 1);
+	for (int32_t i = 0; i < r->rank; i++)
+		dims[i] = (Dim){ r->shape[i], 0 };
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->type = type_tensor(a, r->dtype, r->rank, dims);
+	t->nbytes = r->nbytes;
+	t->data = arena_dup(a, r->data, r->nbytes);
+	ValueId v = value_new(f->m, value_fresh_name(f->m, sym_cstr(buf)), t->type, VK_CONST);
+	val(f->m, v)->init = t;
+	val(f->m, v)->loc = val(f->m, like)->loc;
+	VEC_PUSH(a, g->inits, v);
+	return v;
+}
+
+static double attr_float(const Node *n, Sym name, double dflt)
+{
+	const Named *k = node_kw(n, name);
+	if (k && k->val.kind == A_FLOAT)
+		return k->val.u.f;
+	return k && k->val.kind == A_INT ? (double)k->val.u.i : dflt;
+}
+
+/* The BatchNormalization statistics, each of M elements of W's dtype. */
+static int stats_ok(RTensor *const *st, const RTensor *w, int64_t m)
+{
+	for (int i = 0; i < 4; i++)
+		if (!st[i] || st[i]->dtype != w->dtype || st[i]->numel != m)
+			return 0;
+	return 1;
+}
+
+/* W' and B' into w and b (b made if the Conv had none). */
+static void scale_weights(RTensor *w, RTensor *b, RTensor *const *st, double eps)
+{
+	int64_t m = w->shape[0], per = w->numel / m;
+	for (int64_t c = 0; c < m; c++) {
+		double sc = rt_get_f(st[0], c) / sqrt(rt_get_f(st[3], c) + eps);
+		for (int64_t k = 0; k < per; k++)
+			rt_set_f(w, c * per + k, rt_get_f(w, c * per + k) * sc);
+		rt_set_f(b, c, (rt_get_f(b, c) - rt_get_f(st[2], c)) * sc + rt_get_f(st[1], c));
+	}
+}
+
+static int is_inference_bn(const Node *bn)
+{
+	const Named *t = node_kw(bn, S_training_mode);
+	return bn->nres == 1 && bn->nargs == 5 && (!t || ((t->val.kind == A_INT || t->val.kind == A_BOOL) && !t->val.u.i));
+}
+
+static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
+{
+	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
+	if (!conv || !is_inference_bn(bn) || !one_use(f->uses, conv->res[0]) || conv->nargs < 2)
+		return;
+	diag_mute(1);
+	RTensor *w = rt_value_tensor(&f->weights, operand(conv, 1));
+	RTensor *b = operand(conv, 2) ? rt_value_tensor(&f->weights, operand(conv, 2)) : NULL;
+	RTensor *st[4];
+	for (int i = 0; i < 4; i++)
+		st[i] = rt_value_tensor(&f->weights, operand(bn, 1 + (uint32_t)i));
+	int ok = diag_mute(0) == 0 && w && w->rank >= 2 && dtype_is_float(w->dtype) && (operand(conv, 2) == VNONE || b);
+	ok = ok && stats_ok(st, w, w->shape[0]) && (!b || (b->dtype == w->dtype && b->numel == w->shape[0]));
+	if (ok && !b)
+		b = rt_new(conv->loc, w->dtype, 1, &w->shape[0]);
+	if (ok && b) {
+		scale_weights(w, b, st, attr_float(bn, S_epsilon, 1e-5));
+		ValueId x = operand(conv, 0);
+		ValueId nw = new_const(f, g, w, operand(conv, 1), "_bn"), nb = new_const(f, g, b, operand(bn, 2), "_bn");
+		const Named *kw = conv->kw;
+		uint32_t nkw = conv->nkw;
+		set_args(f, bn, OP_ONNX_Conv, 3, nkw);
+		bn->args[0] = value_arg(x);
+		bn->args[1] = value_arg(nw);
+		bn->args[2] = value_arg(nb);
+		if (nkw)
+			memcpy(bn->kw, kw, nkw * sizeof *kw);
+		f->uses[conv->res[0]]--;
+	}
+	rt_free(w);
+	rt_free(b);
+	for (int i = 0; i < 4; i++)
+		rt_free(st[i]);
+}
+
 static Status fuse_graph(const GraphVisit *v, void *ctx)
 {
 	Fuse *f = ctx;
@@ -161,15 +267,17 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_gemm(f, n);
 		else if (n->op == OP_ONNX_ReduceMean && n->nargs >= 1)
 			fuse_global_pool(f, n);
+		else if (n->op == OP_ONNX_BatchNormalization)
+			fuse_conv_bn(f, v->g, n);
 	}
 	return OK;
 }
 
 Status pass_fuse(Module *m, const PassOptions *opt)
 {
-	(void)opt;
-	Fuse f = { m, module_use_counts(m, WALK_PROGRAM) };
+	Fuse f = { m, module_use_counts(m, WALK_PROGRAM), { m, opt->weights_dir ? opt->weights_dir : ".", NULL } };
 	module_walk(m, WALK_PROGRAM, fuse_graph, &f);
+	rt_weights_close(&f.weights);
 	free(f.uses);
 	return OK;
 }

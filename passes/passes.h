@@ -15,6 +15,7 @@ typedef struct PassOptions {
 	int allow_custom_ops;       /* decompose: keep ATen ops it cannot lower */
 	struct DecompLib *lib;      /* decompose: the library, loaded on first use */
 	int64_t fold_limit;         /* fold: largest result in bytes; 0: never grow the model */
+	const char *weights_dir;    /* fold, fuse: where the module's weights file is; NULL: "." */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */

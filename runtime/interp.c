@@ -151,8 +151,7 @@ Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, 
 typedef struct Run {
 	Module *m;
 	Graph *g;
-	const char *weights_dir;
-	SafeTensors *weights;
+	RtWeights weights;
 	int opset;
 	RTensor **vals;             /* by ValueId */
 	uint32_t *uses;             /* remaining uses by ValueId */
@@ -172,33 +171,6 @@ static void drop_use(ValueId v, void *ctx)
 	}
 }
 
-static RTensor *load_weight(Run *r, ValueId id)
-{
-	const Value *v = val(r->m, id);
-	const char *key = sym_str(v->key ? v->key : v->name);
-	if (!r->m->weights) {
-		diag_error(v->loc, "'%s' names weight '%s' but the module has no weights file", sym_str(v->name), key);
-		return NULL;
-	}
-	const char *file = sym_str(r->m->weights);
-	size_t len = strlen(r->weights_dir) + strlen(file) + 2;
-	char *path = xmalloc(len);
-	if (file[0] == '/')
-		snprintf(path, len, "%s", file);
-	else
-		snprintf(path, len, "%s/%s", r->weights_dir, file);
-	if (!r->weights)
-		r->weights = safetensors_open(path);
-	RTensor *t = NULL;
-	const SafeTensor *e = r->weights ? safetensors_find(r->weights, key) : NULL;
-	if (r->weights && !e)
-		diag_error(v->loc, "weights file '%s' has no tensor '%s'", file, key);
-	else if (e)
-		t = rt_from_safetensor(path, e);
-	free(path);
-	return t;
-}
-
 static Status bind_inits(Run *r)
 {
 	for (uint32_t i = 0; i < r->g->inits.n; i++) {
@@ -207,7 +179,7 @@ static Status bind_inits(Run *r)
 		if (v->kind == VK_CONST)
 			r->vals[id] = v->init ? rt_from_ir(v->loc, v->init) : NULL;
 		else
-			r->vals[id] = load_weight(r, id);
+			r->vals[id] = rt_weight(&r->weights, id);
 		if (!r->vals[id]) {
 			if (!diag_error_count())
 				diag_error(v->loc, "constant '%s' has no tensor", sym_str(v->name));
@@ -277,7 +249,7 @@ static Status run_nodes(Run *r, const RTensor *const *feeds)
 
 Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs)
 {
-	Run r = { m, m->graphs.v[0], weights_dir ? weights_dir : ".", NULL, rt_module_opset(m), NULL, NULL };
+	Run r = { m, m->graphs.v[0], { m, weights_dir ? weights_dir : ".", NULL }, rt_module_opset(m), NULL, NULL };
 	r.vals = xcalloc(m->vals.n, sizeof *r.vals);
 	r.uses = xcalloc(m->vals.n, sizeof *r.uses);
 	Status s = run_nodes(&r, (const RTensor *const *)feeds);
@@ -303,6 +275,6 @@ Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, R
 		rt_free(r.vals[i]);
 	free(r.vals);
 	free(r.uses);
-	safetensors_close(r.weights);
+	rt_weights_close(&r.weights);
 	return s;
 }

@@ -94,6 +94,20 @@ void rt_iter_next(RtIter *it);
 /* "f32[2,3]" into buf. */
 const char *rt_describe(const RTensor *t, char *buf, size_t n);
 
+/* ---- weights.c: the tensors behind params and buffers -------------------- */
+typedef struct RtWeights {
+	Module *m;
+	const char *dir;            /* where the module's weights file is looked for */
+	SafeTensors *st;            /* opened on the first request */
+} RtWeights;
+/* The tensor of param or buffer id (a copy); NULL after a diagnostic. */
+RTensor *rt_weight(RtWeights *w, ValueId id);
+/* The same for any constant value: a param, a buffer, a const, or the
+ * result of an onnx::Constant; NULL (without a diagnostic) for a value
+ * that is none of these. */
+RTensor *rt_value_tensor(RtWeights *w, ValueId id);
+void rt_weights_close(RtWeights *w);
+
 /* ---- interp.c: running a graph, and what kernels ask of their node --------- */
 /* A kernel reads its node's attributes through the context and reports
  * through rt_fail, which names the op at the node's location.  Inputs are
