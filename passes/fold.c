@@ -16,8 +16,11 @@
  *
  * Shape and Size fold from the input's static type alone.
  *
- * Parameters and buffers (weights in the safetensors file) are not folded
- * yet: their results would have to be streamed to the output.
+ * Parameters and buffers (weights in the safetensors file) fold too (a
+ * Transpose of a weight becomes the transposed weight), read from the
+ * mmap'd file one node at a time; their results are held as inline
+ * constants until the model is written, so they have a total budget of
+ * 512 MB, past which weight results stay ops.
  *
  * One walk over every graph (module_walk), in order, so a chain of
  * constant nodes folds front to back in one pass.  A kernel that refuses
@@ -32,6 +35,8 @@ enum { FOLD_SLACK = 256, MAX_IN = 64 };
 typedef struct Fold {
 	Module *m;
 	const PassOptions *opt;
+	RtWeights weights;          /* params and buffers, read on demand */
+	uint64_t weight_bytes;      /* results folded from them so far */
 	int opset;
 } Fold;
 
@@ -53,23 +58,39 @@ static int never_folds(const Node *n)
 	}
 }
 
+static int is_weight(const Fold *f, ValueId v)
+{
+	uint8_t k = val(f->m, v)->kind;
+	return k == VK_PARAM || k == VK_BUFFER;
+}
+
 /* Attributes never read a value (the verifier holds that for ONNX ops);
- * every input is a constant or omitted.  *bytes sums their sizes. */
-static int inputs_constant(const Fold *f, const Node *n, const Tensor **in, size_t *bytes)
+ * every input is omitted, a constant, or a param or buffer with a static
+ * type.  *bytes sums their sizes; *weights says whether one is a weight. */
+static int inputs_constant(const Fold *f, const Node *n, size_t *bytes, int *weights)
 {
 	*bytes = 0;
+	*weights = 0;
 	for (uint32_t i = 0; i < n->nargs; i++) {
-		if (n->args[i].kind == A_NONE) {
-			in[i] = NULL;
+		const Arg *a = &n->args[i];
+		if (a->kind == A_NONE)
 			continue;
-		}
-		in[i] = n->args[i].kind == A_VALUE ? const_tensor(f->m, n->args[i].u.v) : NULL;
-		if (!in[i] || !in[i]->type || in[i]->type->dtype == DT_STR)
+		if (a->kind != A_VALUE)
 			return 0;
-		*bytes += in[i]->nbytes;
+		const Tensor *t = const_tensor(f->m, a->u.v);
+		const Type *ty = t ? t->type : is_weight(f, a->u.v) ? val(f->m, a->u.v)->type : NULL;
+		int64_t numel = ty && ty->kind == TY_TENSOR ? type_numel(ty) : -1;
+		if (numel < 0 || ty->dtype == DT_STR || ty->dtype == DT_UNDEF)
+			return 0;
+		*weights |= !t;
+		*bytes += t ? t->nbytes : tensor_nbytes((DType)ty->dtype, numel);
 	}
 	return 1;
 }
+
+/* Results folded from weights are held in memory until the model is
+ * written (an inline `const`), so they have a total budget too. */
+enum { WEIGHT_FOLD_TOTAL = 512u << 20 };
 
 static int within_budget(const Fold *f, const RTensor *r, size_t in_bytes)
 {
@@ -157,6 +178,42 @@ static void replace_by_constants(Fold *f, Node *n, RTensor **out)
 		n->kw[0] = (Named){ S_value, { .kind = A_TENSOR, .u.t = to_ir(f, out[0]) } };
 }
 
+/* Results past this many bytes, and every result folded from a weight,
+ * become `const` values of the graph (ONNX initializers, which external
+ * data can hold, as the weights they come from were) instead of Constant
+ * nodes. */
+enum { INLINE_MAX = 1024 };
+
+static int any_large(RTensor **out, uint32_t nres)
+{
+	for (uint32_t i = 0; i < nres; i++)
+		if (out[i]->nbytes > INLINE_MAX)
+			return 1;
+	return 0;
+}
+
+/* Each result of n becomes a `const` value of n's graph, keeping its
+ * ValueId, name and type; n goes. */
+static void replace_by_inits(Fold *f, Node *n, RTensor **out)
+{
+	Graph *g = n->graph;
+	for (uint32_t i = 0; i < n->nres; i++) {
+		if (!n->res[i])
+			continue;
+		Value *v = val(f->m, n->res[i]);
+		Tensor *t = to_ir(f, out[i]);
+		v->kind = VK_CONST;
+		v->init = t;
+		v->def = NULL;
+		v->res = 0;
+		v->loc = n->loc;
+		if (!v->type)
+			v->type = t->type;
+		VEC_PUSH(&f->m->arena, g->inits, n->res[i]);
+	}
+	node_remove(g, n);
+}
+
 static int fits(const Fold *f, RTensor **out, uint32_t nres, size_t in_bytes)
 {
 	for (uint32_t i = 0; i < nres; i++)
@@ -210,20 +267,28 @@ static void try_fold(Fold *f, Node *n)
 		rt_free(r);
 		return;
 	}
-	const Tensor *tin[MAX_IN];
 	RTensor *in[MAX_IN] = { 0 };
 	size_t in_bytes;
-	if (never_folds(n) || !inputs_constant(f, n, tin, &in_bytes))
+	int weights;
+	if (never_folds(n) || !inputs_constant(f, n, &in_bytes, &weights))
+		return;
+	if (weights && f->weight_bytes + in_bytes > WEIGHT_FOLD_TOTAL)
 		return;
 	RTensor **out = xcalloc(n->nres, sizeof *out);
 	diag_mute(1);
 	int ok = 1;
 	for (uint32_t i = 0; i < n->nargs && ok; i++)
-		ok = !tin[i] || (in[i] = rt_from_ir(n->loc, tin[i])) != NULL;
+		ok = n->args[i].kind == A_NONE || (in[i] = rt_value_tensor(&f->weights, n->args[i].u.v)) != NULL;
 	ok = ok && rt_eval_node(n, f->opset, in, n->nargs, out) == OK;
 	ok = diag_mute(0) == 0 && ok;
-	if (ok && fits(f, out, n->nres, in_bytes))
-		replace_by_constants(f, n, out);
+	if (ok && fits(f, out, n->nres, in_bytes)) {
+		for (uint32_t i = 0; weights && i < n->nres; i++)
+			f->weight_bytes += out[i]->nbytes;
+		if (weights || any_large(out, n->nres))
+			replace_by_inits(f, n, out);
+		else
+			replace_by_constants(f, n, out);
+	}
 	for (uint32_t i = 0; i < n->nargs; i++)
 		rt_free(in[i]);
 	for (uint32_t i = 0; i < n->nres; i++)
@@ -233,14 +298,17 @@ static void try_fold(Fold *f, Node *n)
 
 static Status fold_graph(const GraphVisit *v, void *ctx)
 {
-	for (Node *n = v->g->first; n; n = n->next)
+	for (Node *n = v->g->first, *next; n; n = next) {
+		next = n->next;
 		try_fold(ctx, n);
+	}
 	return OK;
 }
 
 Status pass_fold(Module *m, const PassOptions *opt)
 {
-	Fold f = { m, opt, rt_module_opset(m) };
+	Fold f = { m, opt, { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, 0, rt_module_opset(m) };
 	module_walk(m, WALK_PROGRAM, fold_graph, &f);
+	rt_weights_close(&f.weights);
 	return OK;
 }
