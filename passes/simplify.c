@@ -9,6 +9,8 @@
  *       s a constant without 0 entries           -> Reshape(x, s) in place
  *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
  *   Transpose(x, identity perm)                  -> x
+ *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1     -> x   when x has the result's
+ *                                                       static shape and dtype
  *
  * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
  * in row-major order and change only the shape, so any chain of them from x
@@ -193,6 +195,21 @@ static void simplify_transpose(Simplify *s, Node *n, ValueId y, ValueId r)
 		replace(s, r, y);
 }
 
+/* x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 read x, when the constant
+ * broadcasts nothing (x has the result's static shape and dtype). */
+static void simplify_identity_operand(Simplify *s, Node *n, ValueId r)
+{
+	double unit = n->op == OP_ONNX_Mul || n->op == OP_ONNX_Div ? 1.0 : 0.0;
+	int commutes = n->op == OP_ONNX_Add || n->op == OP_ONNX_Mul;
+	for (uint32_t side = 0; side < (commutes ? 2u : 1u); side++) {
+		ValueId x = operand(n, side), c = operand(n, 1 - side);
+		if (x && c && match_const(s->m, c, unit) && same_static(s, x, r)) {
+			replace(s, r, x);
+			return;
+		}
+	}
+}
+
 static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
@@ -218,6 +235,12 @@ static void simplify_node(Simplify *s, Node *n)
 		break;
 	case OP_ONNX_Transpose:
 		simplify_transpose(s, n, x, r);
+		break;
+	case OP_ONNX_Add:
+	case OP_ONNX_Sub:
+	case OP_ONNX_Mul:
+	case OP_ONNX_Div:
+		simplify_identity_operand(s, n, r);
 		break;
 	default:
 		break;
