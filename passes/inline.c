@@ -256,12 +256,17 @@ static Node *inline_copy(Inliner *in, Graph *g, Node *call, const Func *f)
 }
 
 /* ---- putting back what outline replaced -------------------------------------- */
+static int free_const(const Node *n) { return n->op == OP_ONNX_Constant && n->nargs == 0 && n->nres == 1; }
+
 static int record_usable(const Inliner *in, const OutlineRecord *r, const Node *call, const Func *f)
 {
 	if (r->func != f || f->body->nnodes != r->nbody || r->nin != call->nargs)
 		return 0;
 	for (uint32_t i = 0; i < r->nconst; i++)
 		if (r->consts[i] >= in->nlive || !in->live[r->consts[i]])
+			return 0;
+	for (uint32_t k = 0; k < r->nnodes; k++)
+		if (free_const(r->nodes[k]) && !in->live[r->nodes[k]->res[0]])
 			return 0;
 	return 1;
 }
@@ -274,6 +279,11 @@ static Node *restore(Inliner *in, Graph *g, Node *call, const OutlineRecord *r)
 			rw_set(&in->rw, r->in[i], operand(call, i));
 	for (uint32_t k = 0; k < r->nnodes; k++) {
 		Node *n = r->nodes[k];
+		if (free_const(n)) {            /* left in the graph by outline */
+			node_remove(g, n);
+			node_insert_before(g, call, n);
+			continue;
+		}
 		rw_apply(&in->rw, n);
 		node_insert_before(g, call, n);
 		for (uint32_t i = 0; i < n->nres; i++)

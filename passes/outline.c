@@ -589,15 +589,21 @@ static void replace(Outline *o, uint32_t i, Func *f)
 			node_insert_before(g, after->next, o->node[q]);
 			after = o->node[q];
 		}
+	/* The record: the members, and when nothing else lies between them,
+	 * the constants among them too, so that inline puts back that order. */
+	int whole = 1;
+	for (uint32_t q = first; q <= last && whole; q++)
+		whole = o->inst[q] == (int32_t)i || free_const(o->node[q]);
 	OutlineRecord *r = ARENA_NEW(&m->arena, OutlineRecord);
 	r->call = call;
 	r->func = f;
 	r->nbody = f->body->nnodes;
-	r->nnodes = x->mem.n;
-	r->nodes = ARENA_ARRAY(&m->arena, Node *, x->mem.n);
-	for (uint32_t k = 0; k < x->mem.n; k++) {
-		r->nodes[k] = o->node[x->mem.v[k]];
-		node_remove(g, r->nodes[k]);
+	r->nnodes = whole ? last - first + 1 : x->mem.n;
+	r->nodes = ARENA_ARRAY(&m->arena, Node *, r->nnodes);
+	for (uint32_t k = 0; k < r->nnodes; k++) {
+		r->nodes[k] = o->node[whole ? first + k : x->mem.v[k]];
+		if (!free_const(r->nodes[k]))
+			node_remove(g, r->nodes[k]);
 	}
 	r->nin = o->in.n;
 	r->in = arena_dup(&m->arena, o->in.v, o->in.n * sizeof *o->in.v);

@@ -65,7 +65,9 @@ typedef struct OutlineRecord {
 	Func *func;
 	uint32_t nbody;             /* nodes of func's body when it was made */
 	uint32_t nnodes, nin, nconst;
-	Node **nodes;               /* the instance's nodes, in order, unlinked */
+	Node **nodes;               /* the instance's nodes, in order, unlinked;
+				     * onnx::Constant nodes among them are still
+				     * in the graph (outline leaves them) */
 	ValueId *in;                /* the call's arguments when it was made */
 	ValueId *consts;            /* onnx::Constant results the nodes read */
 } OutlineRecord;
