@@ -28,6 +28,8 @@ typedef struct Opts {
 	int ndecomp_files;
 	int allow_custom_ops;
 	long fold_limit;            /* -fold-limit=; 0: never grow the model */
+	int outline;                /* -outline: run outline after the -O pipeline */
+	const char *outline_classes;    /* -outline=A,B */
 	DecompLib *lib;
 } Opts;
 
@@ -55,6 +57,8 @@ static const char usage_text[] =
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
 	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
 	"                           fold only what does not grow the model)\n"
+	"  -outline[=A,B]           after the -O pipeline, make each nn.Module call (of the\n"
+	"                           classes A, B only, if given) an ONNX local function\n"
 	"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
 	"                           over the built-in library\n"
 	"  -decomp-path=DIR         the built-in decomposition library (default: the\n"
@@ -152,7 +156,7 @@ static const char *const option_names[] = {
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-verify-diagnostics", "-split-input-file",
-	"-max-errors=", "-no-fast-lex", "-fold-limit=", "--help", "--version",
+	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
 };
 
 /* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
@@ -281,6 +285,13 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-fold-limit", &v)) {
 			parse_numeric(a, v, 1, 1L << 40, &n);
 			o->fold_limit = n;
+		} else if (strcmp(a, "-outline") == 0) {
+			o->outline = 1;
+		} else if (match(a, "-outline", &v)) {
+			if (!*v || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+				usage_error("%s: expected a comma-separated list of module classes", a);
+			o->outline = 1;
+			o->outline_classes = v;
 		} else if (a[0] == '-' && a[1]) {
 			unknown_option(a);
 		} else if (o->input) {
@@ -309,7 +320,8 @@ static double now(void)
 
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
-	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit, o->w.weights_dir };
+	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
+			   o->w.weights_dir, o->outline_classes, o->outline };
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
@@ -578,6 +590,12 @@ int main(int argc, char **argv)
 		*slash = 0;
 	o.w.weights_dir = slash ? dir : ".";
 	const char *ps = o.passes ? o.passes : pipeline_for_level(o.level), *bad;
+	char outlined[256];
+	if (o.outline && !o.passes) {
+		/* After the pipeline; dce then drops the constants bodies copied. */
+		snprintf(outlined, sizeof outlined, "%s%s", ps, o.level ? ",outline,dce" : ",outline");
+		ps = outlined;
+	}
 	size_t badlen;
 	Pipeline pl;
 	if (pipeline_parse(ps, &pl, &bad, &badlen) != OK) {

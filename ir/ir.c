@@ -51,6 +51,7 @@ void module_free(Module *m)
 	if (m->names)
 		hashmap_free(&m->names->map);
 	free(m->names);
+	hashmap_free(&m->outlined);
 	free(m->vals.v);
 	arena_free(&m->arena);
 	free(m);

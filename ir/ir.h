@@ -405,6 +405,10 @@ typedef struct Module {
 	Str doc;
 	Sym file;                   /* where it was read from */
 	struct NameSet *names;      /* value names in use (ir.c), built on demand */
+	/* Call Node * -> the nodes the outline pass replaced by that call
+	 * (OutlineRecord, passes.h), so that inline in the same run puts back
+	 * exactly what was there.  In memory only: the text does not keep it. */
+	HashMap outlined;
 } Module;
 
 /* ---- ir.c: construction and edits --------------------------------------- */

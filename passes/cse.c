@@ -8,6 +8,11 @@
  * reaches it, subgraphs included, so no use is ever searched for: linear
  * time.
  *
+ * With -outline, nodes of different module instances (their innermost
+ * scope(...) entries differ) are not merged, constants apart: a merge would
+ * make one instance read another's inner values, and identical instances
+ * could no longer share one function.
+ *
  * Not merged: nodes with side effects or in-place semantics, ops outside
  * the registry in domains other than onnx (they may have effects), nodes
  * with subgraph arguments, nodes with no results, and nodes with a result
@@ -20,6 +25,7 @@
 
 typedef struct Cse {
 	Module *m;
+	int scoped;                 /* -outline: merge within one module instance */
 	Rewriter rw;                /* what to read instead */
 	uint8_t *is_out;            /* by ValueId: a graph or function output */
 } Cse;
@@ -36,9 +42,24 @@ static int mergeable(const Cse *c, const Node *n)
 	return !node_has_subgraph(n);
 }
 
-static uint64_t node_hash(const Node *n)
+/* The innermost scope entry, or {0, 0}. */
+static ScopeEntry inner_scope(const Node *n)
+{
+	return n->prov && n->prov->nscope ? n->prov->scope[n->prov->nscope - 1] : (ScopeEntry){ 0, 0 };
+}
+
+static int scoped(const Cse *c, const Node *n)
+{
+	return c->scoped && !(n->op == OP_ONNX_Constant && n->nargs == 0);
+}
+
+typedef struct Key { const Node *n; int scoped; } Key;
+
+static uint64_t node_hash(const Node *n, int by_scope)
 {
 	uint64_t h = ((uint64_t)n->domain << 32 | n->name) * 0x9e3779b97f4a7c15ull ^ n->nres;
+	if (by_scope)
+		h ^= hash_u64((uint64_t)inner_scope(n).path << 32 | inner_scope(n).cls);
 	for (uint32_t i = 0; i < n->nargs; i++)
 		h = (h ^ arg_hash(&n->args[i])) * 0xc4ceb9fe1a85ec53ull;
 	for (uint32_t i = 0; i < n->nkw; i++)
@@ -49,7 +70,10 @@ static uint64_t node_hash(const Node *n)
 /* A node kept in the table (item) computes what n (key) does. */
 static int same_node(uintptr_t item, const void *key)
 {
-	const Node *a = (const Node *)item, *b = key;
+	const Key *k = key;
+	const Node *a = (const Node *)item, *b = k->n;
+	if (k->scoped && (inner_scope(a).path != inner_scope(b).path || inner_scope(a).cls != inner_scope(b).cls))
+		return 0;
 	if (a->domain != b->domain || a->name != b->name || a->nres != b->nres || a->nargs != b->nargs ||
 	    a->nkw != b->nkw)
 		return 0;
@@ -74,7 +98,8 @@ static Status cse_graph(const GraphVisit *v, void *ctx)
 		rw_apply(&c->rw, n);
 		if (!mergeable(c, n))
 			continue;
-		Node *first = (Node *)hashmap_intern(&seen, node_hash(n), same_node, n, (uintptr_t)n);
+		Key k = { n, scoped(c, n) };
+		Node *first = (Node *)hashmap_intern(&seen, node_hash(n, k.scoped), same_node, &k, (uintptr_t)n);
 		if (first == n)
 			continue;
 		for (uint32_t i = 0; i < n->nres; i++)
@@ -88,8 +113,7 @@ static Status cse_graph(const GraphVisit *v, void *ctx)
 
 Status pass_cse(Module *m, const PassOptions *opt)
 {
-	(void)opt;
-	Cse c = { m, { 0 }, module_output_marks(m) };
+	Cse c = { m, opt->outline, { 0 }, module_output_marks(m) };
 	module_walk(m, WALK_PROGRAM, cse_graph, &c);
 	rw_free(&c.rw);
 	free(c.is_out);

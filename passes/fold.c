@@ -37,6 +37,7 @@ typedef struct Fold {
 	const PassOptions *opt;
 	RtWeights weights;          /* params and buffers, read on demand */
 	uint64_t weight_bytes;      /* results folded from them so far */
+	uint8_t *is_out;            /* by ValueId: outputs keep their names */
 	int opset;
 } Fold;
 
@@ -192,8 +193,34 @@ static int any_large(RTensor **out, uint32_t nres)
 	return 0;
 }
 
+/* The first weight n reads, or VNONE. */
+static ValueId first_weight(const Fold *f, const Node *n)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		if (n->args[i].kind == A_VALUE && is_weight(f, n->args[i].u.v))
+			return n->args[i].u.v;
+	return VNONE;
+}
+
+/* A weight derived from weight w by op is named after both
+ * (`fc.weight_transpose`), not after the node's result (`t_3`): the name
+ * becomes the initializer's.  Output names are kept: they are the
+ * interface. */
+static void name_after_weight(Fold *f, const Node *n, ValueId r, const uint8_t *is_out)
+{
+	ValueId w = first_weight(f, n);
+	if (!w || is_out[r])
+		return;
+	char buf[400], op[64];
+	snprintf(op, sizeof op, "%s", sym_str(n->name));
+	for (char *c = op; *c; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	snprintf(buf, sizeof buf, "%.300s_%s", sym_str(val(f->m, w)->name), op);
+	val(f->m, r)->name = value_fresh_name(f->m, sym_cstr(buf));
+}
+
 /* Each result of n becomes a `const` value of n's graph, keeping its
- * ValueId, name and type; n goes. */
+ * ValueId and type; n goes. */
 static void replace_by_inits(Fold *f, Node *n, RTensor **out)
 {
 	Graph *g = n->graph;
@@ -209,6 +236,7 @@ static void replace_by_inits(Fold *f, Node *n, RTensor **out)
 		v->loc = n->loc;
 		if (!v->type)
 			v->type = t->type;
+		name_after_weight(f, n, n->res[i], f->is_out);
 		VEC_PUSH(&f->m->arena, g->inits, n->res[i]);
 	}
 	node_remove(g, n);
@@ -307,8 +335,10 @@ static Status fold_graph(const GraphVisit *v, void *ctx)
 
 Status pass_fold(Module *m, const PassOptions *opt)
 {
-	Fold f = { m, opt, { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, 0, rt_module_opset(m) };
+	Fold f = { m, opt, { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, 0, module_output_marks(m),
+		   rt_module_opset(m) };
 	module_walk(m, WALK_PROGRAM, fold_graph, &f);
 	rt_weights_close(&f.weights);
+	free(f.is_out);
 	return OK;
 }

@@ -16,6 +16,8 @@ typedef struct PassOptions {
 	struct DecompLib *lib;      /* decompose: the library, loaded on first use */
 	int64_t fold_limit;         /* fold: largest result in bytes; 0: never grow the model */
 	const char *weights_dir;    /* fold, fuse: where the module's weights file is; NULL: "." */
+	const char *outline_classes; /* outline: "A,B" limits it to those module classes; NULL: all */
+	int outline;                /* -outline was given: cse keeps module instances apart */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */
@@ -53,6 +55,24 @@ uint32_t decompose_report_unsupported(Module *m);
  * number operands; both DT_UNDEF when a dtype is unknown or unpromotable. */
 DType dtype_promote(DType a, DType b);
 DType result_type(const Module *m, const Arg *const *ops, uint32_t n);
+
+/* outline.c: what a call made by outline replaced (Module.outlined, keyed
+ * by the call).  inline puts these nodes back, reading the call's current
+ * arguments for in[], when the call still names func, the body still has
+ * nbody nodes and every free constant is still defined; otherwise it
+ * inlines a copy of the body like any function's. */
+typedef struct OutlineRecord {
+	Node *call;
+	Func *func;
+	uint32_t nbody;             /* nodes of func's body when it was made */
+	uint32_t nnodes, nin, nconst;
+	Node **nodes;               /* the instance's nodes, in order, unlinked;
+				     * onnx::Constant nodes among them are still
+				     * in the graph (outline leaves them) */
+	ValueId *in;                /* the call's arguments when it was made */
+	ValueId *consts;            /* onnx::Constant results the nodes read */
+} OutlineRecord;
+int outline_record_is(uintptr_t item, const void *call);
 
 /* decomp_lib.c: the decomposition library.  User files (-decomp=FILE, in
  * order) come before the built-in directory (every *.fxir in it, sorted by

@@ -29,12 +29,17 @@
  * interface); such a node may still have its operand rewritten in place,
  * keeping its name and provenance.  Shape rules need static types on both
  * sides; a value without a type is never assumed to match.
+ *
+ * With -outline, chains are not followed into a node of another module
+ * instance (its innermost scope(...) entry differs): the instance it
+ * belongs to would gain an output and differ from its siblings.
  */
 #include <stdlib.h>
 #include "passes.h"
 
 typedef struct Simplify {
 	Module *m;
+	int scoped;                 /* -outline: chains stay in one module instance */
 	Rewriter rw;                /* what to read instead */
 	ValueId *src;               /* by ValueId: start of its reshape chain (VNONE: itself) */
 	uint8_t *is_out;            /* by ValueId: a graph, function or subgraph output */
@@ -147,8 +152,29 @@ static void merge_reshape(Simplify *s, Node *n, ValueId y)
 	n->args[0].u.v = x;
 }
 
+static ScopeEntry inner_scope(const Node *n)
+{
+	return n && n->prov && n->prov->nscope ? n->prov->scope[n->prov->nscope - 1] : (ScopeEntry){ 0, 0 };
+}
+
+/* n may look through the node that makes y. */
+static int may_follow(const Simplify *s, const Node *n, ValueId y)
+{
+	const Node *d = def_of(s->m, y);
+	if (!s->scoped || !d)
+		return 1;
+	ScopeEntry a = inner_scope(n), b = inner_scope(d);
+	return a.path == b.path && a.cls == b.cls;
+}
+
 static void simplify_reshape_like(Simplify *s, Node *n, ValueId y, ValueId r)
 {
+	if (!may_follow(s, n, y)) {
+		s->src[r] = y;
+		if (same_static(s, y, r))
+			replace(s, r, y);
+		return;
+	}
 	if (n->op == OP_ONNX_Reshape)
 		merge_reshape(s, n, y);
 	ValueId x = s->src[y] ? s->src[y] : y;
@@ -173,7 +199,7 @@ static void simplify_transpose(Simplify *s, Node *n, ValueId y, ValueId r)
 	const Arg *p2 = int_list(n, S_perm);
 	if (!p2)
 		return;
-	Node *d = match_op(s->m, y, OP_ONNX_Transpose);
+	Node *d = may_follow(s, n, y) ? match_op(s->m, y, OP_ONNX_Transpose) : NULL;
 	const Arg *p1 = d && result(d) == y ? int_list(d, S_perm) : NULL;
 	if (p1 && p1->n == p2->n && operand(d, 0)) {
 		Arg *q = ARENA_ARRAY(&s->m->arena, Arg, p2->n);
@@ -260,8 +286,7 @@ static Status simplify_graph(const GraphVisit *v, void *ctx)
 /* Graph outputs are never replaced, so they need no rewriting. */
 Status pass_simplify(Module *m, const PassOptions *opt)
 {
-	(void)opt;
-	Simplify s = { m, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m) };
+	Simplify s = { m, opt->outline, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m) };
 	module_walk(m, WALK_PROGRAM, simplify_graph, &s);
 	rw_free(&s.rw);
 	free(s.src);

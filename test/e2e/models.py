@@ -22,12 +22,37 @@ def _seed(n=0):
 # tutorial's sizes.
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-from make_examples import LLM  # noqa: E402
+from make_examples import LLM, DecoderLayer, Embedding  # noqa: E402
 
 
 def llm():
     _seed()
     model = LLM(vocab_size=1024, context_size=256).eval()
+    input_ids = torch.randint(0, 1024, (1, 30), dtype=torch.int64)
+    return model, (input_ids,), None
+
+
+class GPT(nn.Module):
+    """The tutorial's LLM with a stack of identical decoder layers: with
+    -outline, one DecoderLayer function called once a layer."""
+
+    def __init__(self, n_layers=6, vocab_size=1024, embedding_dim=16, num_heads=2,
+                 context_size=256, ff_dim=128):
+        super().__init__()
+        self.embedding = Embedding(vocab_size, embedding_dim)
+        self.layers = nn.ModuleList(
+            [DecoderLayer(embedding_dim, num_heads, context_size, ff_dim) for _ in range(n_layers)])
+
+    def forward(self, input_ids):
+        x = self.embedding(input_ids)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def gpt_blocks():
+    _seed()
+    model = GPT().eval()
     input_ids = torch.randint(0, 1024, (1, 30), dtype=torch.int64)
     return model, (input_ids,), None
 
@@ -223,6 +248,7 @@ def int_arith():
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
+    "gpt_blocks": gpt_blocks,
     "mlp_dict_list": mlp_dict_list,
     "small_cnn": small_cnn,
     "resnet18": resnet18,

@@ -2,14 +2,17 @@
 """End-to-end tests: PyTorch model -> .fxir -> onnxc -> ONNX Runtime.
 
 For every model of the zoo (test/e2e/models.py): export it with
-utils/fxir_export.py, compile it with `onnxc -O0` and `-O2` to ONNX, run both
-in ONNX Runtime through utils/ortlib.py and compare with PyTorch's own
-outputs (max abs diff <= 1e-4 for floats, exact for integers and bools).
+utils/fxir_export.py, compile it with `onnxc -O0`, `-O2` and `-O2 -outline`
+(modules as local functions) to ONNX, run each in ONNX Runtime through
+utils/ortlib.py and compare with PyTorch's own outputs (max abs diff <= 1e-4
+for floats, exact for integers and bools).  Each compile mode of each model
+counts in the totals.
 
     /usr/bin/python3 test/e2e/run_e2e.py [--onnxc PATH] [-k PATTERN] [--keep]
 
-Prints one row a model and, alone on the last line,
-`N passed, N failed, N skipped`.  Exit status 1 when a model fails.
+Prints one row a model (node counts are the main graph's: with -outline the
+modules are local functions) and, alone on the last line,
+`N passed, N failed, N skipped`, counting each mode of each model.  Exit status 1 when a model fails.
 """
 
 import argparse
@@ -36,7 +39,7 @@ import models  # noqa: E402
 
 TOLERANCE = 1e-4
 REFERENCE_MIN = 1e-3
-LEVELS = ("-O0", "-O2")
+LEVELS = ("-O0", "-O2", "-O2 -outline")
 
 
 class Failure(Exception):
@@ -144,7 +147,7 @@ def compile_onnx(onnxc, fxir, level, out):
         raise Failure("onnxc not found at %s (build it: cmake -B build && "
                       "cmake --build build)" % onnxc)
     try:
-        p = subprocess.run([onnxc, fxir, level, "-emit=onnx", "-o", out],
+        p = subprocess.run([onnxc, fxir] + level.split() + ["-emit=onnx", "-o", out],
                            capture_output=True, text=True, timeout=600,
                            cwd=os.path.dirname(fxir))
     except subprocess.TimeoutExpired:
@@ -165,7 +168,8 @@ def check_reference(ref):
 
 
 def run_model(name, builder, onnxc, ortlib, workdir):
-    """Returns the table row: (nodes, diffs per level)."""
+    """Returns (main-graph nodes, max diff, failure or None) for each mode of
+    LEVELS; raises Skip or Failure when the model cannot be exported."""
     try:
         model, args, dyn = builder()
     except ImportError as e:
@@ -192,22 +196,30 @@ def run_model(name, builder, onnxc, ortlib, workdir):
         with torch.no_grad():
             extra_ref = flat_outputs(copy.deepcopy(model)(*extra_args))
         extra.append((flat_inputs(model, extra_args), extra_ref))
-    nodes, diffs = [], []
+    results = []
     for level in LEVELS:
-        out = os.path.join(workdir, "%s%s.onnx" % (name, level))
-        compile_onnx(onnxc, fxir, level, out)
-        nodes.append(onnx_node_count(out))
-        worst = 0.0
-        for feed, expect in [(feeds, ref)] + extra:
-            try:
-                got = ortlib.run(out, dict(feed))
-            except Exception as e:
-                raise Failure("ORT %s: %s" % (level, first_lines(str(e), 2)))
-            worst = max(worst, compare(expect, list(got.values())))
-        diffs.append(worst)
-        if worst > TOLERANCE:
-            raise Failure("%s: max diff %.3g > %g" % (level, worst, TOLERANCE))
-    return nodes, diffs
+        try:
+            results.append(run_level(name, level, onnxc, ortlib, workdir, fxir,
+                                     [(feeds, ref)] + extra) + (None,))
+        except Failure as e:
+            results.append(("-", "-", str(e)))
+    return results
+
+
+def run_level(name, level, onnxc, ortlib, workdir, fxir, cases):
+    """Compiles with one mode and runs every case: (nodes, max diff)."""
+    out = os.path.join(workdir, "%s%s.onnx" % (name, level.replace(" ", "")))
+    compile_onnx(onnxc, fxir, level, out)
+    worst = 0.0
+    for feed, expect in cases:
+        try:
+            got = ortlib.run(out, dict(feed))
+        except Exception as e:
+            raise Failure("ORT %s: %s" % (level, first_lines(str(e), 2)))
+        worst = max(worst, compare(expect, list(got.values())))
+    if worst > TOLERANCE:
+        raise Failure("%s: max diff %.3g > %g" % (level, worst, TOLERANCE))
+    return str(onnx_node_count(out)), "%.2g" % worst
 
 
 def main():
@@ -241,21 +253,28 @@ def main():
     counts = {"pass": 0, "fail": 0, "skip": 0}
     try:
         for name, builder in selected:
-            nodes, diffs, status, reason = ["-", "-"], ["-", "-"], "pass", ""
             try:
-                n, d = run_model(name, builder, onnxc, ortlib, workdir)
-                nodes = [str(x) for x in n]
-                diffs = ["%.2g" % x for x in d]
+                results = run_model(name, builder, onnxc, ortlib, workdir)
             except Skip as e:
-                status, reason = "skip", str(e)
+                results = [("-", "-", ("skip", str(e)))] * len(LEVELS)
             except Failure as e:
-                status, reason = "fail", str(e)
+                results = [("-", "-", str(e))] * len(LEVELS)
             except Exception as e:
-                status, reason = "fail", "%s: %s" % (type(e).__name__, first_lines(str(e), 1))
+                results = [("-", "-", "%s: %s" % (type(e).__name__, first_lines(str(e), 1)))] * len(LEVELS)
                 if a.verbose:
                     traceback.print_exc()
-            counts[status] += 1
-            rows.append((name, "/".join(nodes), diffs[0], diffs[1], status, reason))
+            status, reasons = "pass", []
+            for _, _, why in results:
+                st = "skip" if isinstance(why, tuple) else "fail" if why else "pass"
+                counts[st] += 1
+                if st != "pass":
+                    status = st
+                    r = why[1] if isinstance(why, tuple) else why
+                    if r not in reasons:
+                        reasons.append(r)
+            reason = "; ".join(reasons)
+            rows.append((name, "/".join(r[0] for r in results)) +
+                        tuple(r[1] for r in results) + (status, reason))
             print("%-20s %s" % (name, status + (": " + reason if reason else "")),
                   file=sys.stderr, flush=True)
     finally:
@@ -264,16 +283,17 @@ def main():
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    head = ("model", "nodes O0/O2", "diff O0", "diff O2", "result")
+    head = ("model", "nodes O0/O2/outline", "diff O0", "diff O2", "diff outline", "result")
+    nc = len(head)
     w = [max(len(head[i]), *(len(r[i]) for r in rows)) if rows else len(head[i])
-         for i in range(5)]
+         for i in range(nc)]
     fmt = "  ".join("%%-%ds" % x for x in w)
     print(fmt % head)
     print(fmt % tuple("-" * x for x in w))
     for r in rows:
-        line = fmt % r[:5]
-        if r[5]:
-            line += "  " + r[5]
+        line = fmt % r[:nc]
+        if r[nc]:
+            line += "  " + r[nc]
         print(line.rstrip())
     print("%d passed, %d failed, %d skipped" % (counts["pass"], counts["fail"], counts["skip"]))
     return 1 if counts["fail"] else 0
