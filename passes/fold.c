@@ -302,10 +302,12 @@ static void try_fold(Fold *f, Node *n)
 		return;
 	if (weights && f->weight_bytes + in_bytes > WEIGHT_FOLD_TOTAL)
 		return;
-	RTensor **out = xcalloc(n->nres, sizeof *out);
+	/* Replacing n rewrites its counts: the tensors are freed by these. */
+	uint32_t nin = n->nargs, nout = n->nres;
+	RTensor **out = xcalloc(nout, sizeof *out);
 	diag_mute(1);
 	int ok = 1;
-	for (uint32_t i = 0; i < n->nargs && ok; i++)
+	for (uint32_t i = 0; i < nin && ok; i++)
 		ok = n->args[i].kind == A_NONE || (in[i] = rt_value_tensor(&f->weights, n->args[i].u.v)) != NULL;
 	ok = ok && rt_eval_node(n, f->opset, in, n->nargs, out) == OK;
 	ok = diag_mute(0) == 0 && ok;
@@ -317,9 +319,9 @@ static void try_fold(Fold *f, Node *n)
 		else
 			replace_by_constants(f, n, out);
 	}
-	for (uint32_t i = 0; i < n->nargs; i++)
+	for (uint32_t i = 0; i < nin; i++)
 		rt_free(in[i]);
-	for (uint32_t i = 0; i < n->nres; i++)
+	for (uint32_t i = 0; i < nout; i++)
 		rt_free(out[i]);
 	free(out);
 }

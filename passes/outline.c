@@ -209,7 +209,8 @@ static void encode(Outline *o, const Inst *x)
 			XVEC_PUSH(w, o->in.v[i]);
 		else
 			o->in.v[k++] = o->in.v[i];
-	memcpy(o->in.v + k, w.v, w.n * sizeof *w.v);
+	if (w.n)
+		memcpy(o->in.v + k, w.v, w.n * sizeof *w.v);
 	free(w.v);
 }
 
