@@ -30,6 +30,7 @@ compile stays in the table with the reason.
 import argparse
 import collections
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -122,12 +123,61 @@ def _op(n):
     return n.op_type if n.domain in ("", "ai.onnx") else "%s:%s" % (n.domain, n.op_type)
 
 
+def _initializer_data(t, base):
+    """An initializer's payload, from the external file if it is there."""
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        kv = {e.key: e.value for e in t.external_data}
+        with open(os.path.join(base, kv["location"]), "rb") as f:
+            f.seek(int(kv.get("offset", 0)))
+            return f.read(int(kv["length"])) if "length" in kv else f.read()
+    if t.raw_data:
+        return t.raw_data
+    c = onnx.TensorProto()
+    c.CopyFrom(t)
+    c.ClearField("name")
+    return c.SerializeToString()
+
+
+def patterns(m, nodes, base):
+    """Counts of node patterns ONNX Runtime handles worse, or that make the
+    file bigger, than the exporter's forms of the same computation."""
+    g = m.graph
+    inits = {t.name for t in g.initializer}
+    used = collections.Counter(i for n in nodes for i in n.input)
+    used.update(o.name for o in g.output)
+    p = collections.Counter()
+    for n in nodes:
+        if len(n.input) and n.input[-1] == "":
+            p["trailing empty input (%s)" % n.op_type] += 1
+        if n.op_type == "MaxPool" and len(n.output) == 2 and not used[n.output[1]]:
+            p["MaxPool with unused Indices output"] += 1
+        if n.op_type == "BatchNormalization":
+            p["BatchNormalization"] += 1
+        if n.op_type == "Transpose" and n.input and n.input[0] in inits:
+            p["Transpose of an initializer"] += 1
+        # Fields this onnx package does not know (node metadata_props,
+        # where provenance goes) survive parsing as unknown fields.
+        c = onnx.NodeProto()
+        c.CopyFrom(n)
+        c.DiscardUnknownFields()
+        p["node metadata bytes"] += n.ByteSize() - c.ByteSize()
+    seen, dup = set(), 0
+    for t in g.initializer:
+        key = (t.data_type, tuple(t.dims), hashlib.sha1(_initializer_data(t, base)).digest())
+        if key in seen:
+            dup += 1
+        seen.add(key)
+    p["initializer equal to another"] = dup
+    return {k: v for k, v in p.items() if v}
+
+
 def inspect_onnx(path):
-    """Node counts, op histogram and file size (with external data)."""
+    """Node counts, op histogram, patterns and file size (with external data)."""
     m = onnx.load(path, load_external_data=False)
     main = list(_graph_nodes(m.graph))
     inner = [n for f in m.functions for n in f.node]
     hist = collections.Counter(_op(n) for n in main + inner)
+    pats = patterns(m, main + inner, os.path.dirname(path))
     size = os.path.getsize(path)
     files = set()
     for t in m.graph.initializer:
@@ -139,7 +189,7 @@ def inspect_onnx(path):
     return {"nodes_main": len(m.graph.node), "nodes_sub": len(main) - len(m.graph.node),
             "nodes_fn": len(inner), "functions": len(m.functions),
             "nodes": len(main) + len(inner), "size": size, "external": len(files),
-            "hist": dict(hist)}
+            "hist": dict(hist), "patterns": pats}
 
 
 # -- ONNX Runtime ---------------------------------------------------------------------------
@@ -381,6 +431,21 @@ def hist_diffs(rows, top):
     return lines
 
 
+def pattern_lines(rows):
+    """Per model, the patterns whose counts differ (onnxc/exporter)."""
+    lines = []
+    for r in rows:
+        o, e = r["onnxc"], r["exporter"]
+        if not o:
+            continue
+        po, pe = o["patterns"], e["patterns"] if e else {}
+        keys = sorted(k for k in set(po) | set(pe) if po.get(k, 0) != pe.get(k, 0))
+        if keys:
+            lines.append("- %s: %s" % (r["model"], ", ".join(
+                "%s %d/%s" % (k, po.get(k, 0), pe.get(k, 0) if e else "-") for k in keys)))
+    return lines
+
+
 def warm_up(onnxc, work):
     """Pay the one-time costs (imports, registries) of both paths on a tiny
     model before anything is timed."""
@@ -472,6 +537,11 @@ def main():
         print()
         print("Not exported or not run:")
         print("\n".join(notes))
+    pats = pattern_lines(rows)
+    if pats:
+        print()
+        print("Patterns onnxc/exporter:")
+        print("\n".join(pats))
     diffs = hist_diffs(rows, a.top)
     if diffs:
         print()
