@@ -192,6 +192,27 @@ def inspect_onnx(path):
             "hist": dict(hist), "patterns": pats}
 
 
+def write_patched(src, dst):
+    """onnxc's file with two output-level patterns undone, nothing else:
+    trailing empty optional inputs dropped (Conv(x, w, '')) and MaxPool's
+    Indices output dropped when nothing reads it.  For --patched only.
+    Returns how many nodes changed (nothing is written when none did)."""
+    m = onnx.load(src, load_external_data=False)
+    changed = 0
+    used = collections.Counter(i for n in _graph_nodes(m.graph) for i in n.input)
+    used.update(o.name for o in m.graph.output)
+    for n in _graph_nodes(m.graph):
+        k = len(n.input) + len(n.output)
+        while len(n.input) and n.input[-1] == "":
+            n.input.pop()
+        if n.op_type == "MaxPool" and len(n.output) == 2 and not used[n.output[1]]:
+            n.output.pop()
+        changed += k != len(n.input) + len(n.output)
+    if changed:
+        onnx.save(m, dst)      # beside src: external data stays where it is
+    return changed
+
+
 # -- ONNX Runtime ---------------------------------------------------------------------------
 
 def save_inputs(feeds, d):
@@ -257,7 +278,7 @@ def max_diff(ref, got):
 # -- one model --------------------------------------------------------------------------------
 
 def bench_model(name, builder, a, work):
-    row = {"model": name, "onnxc": None, "exporter": None,
+    row = {"model": name, "onnxc": None, "exporter": None, "patched": None,
            "onnxc_error": None, "exporter_error": None}
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
@@ -295,7 +316,12 @@ def bench_model(name, builder, a, work):
         if a.verbose:
             traceback.print_exc()
 
-    order = [k for k in ("onnxc", "exporter") if k in paths]
+    if a.patched and "onnxc" in paths:
+        patched = os.path.join(d, name + ".onnxc-patched.onnx")
+        if write_patched(paths["onnxc"], patched):
+            paths["patched"] = patched
+            row["patched"] = {}
+    order = [k for k in ("onnxc", "exporter", "patched") if k in paths]
     if not order:
         return row
     spec = save_inputs(feeds, os.path.join(d, "inputs"))
@@ -323,11 +349,14 @@ def bench_model(name, builder, a, work):
         row[k]["times"] = m["times"]
         row[k]["median"] = statistics.median(m["times"])
         row[k]["diff"] = max_diff(ref, read_outputs(m))
-    if len(order) == 2:
-        ta, tb = row["onnxc"]["times"], row["exporter"]["times"]
-        pair = [x / y for x, y in zip(ta, tb)]
-        row["ratio"] = row["onnxc"]["median"] / row["exporter"]["median"]
-        row["spread"] = (min(pair), max(pair))
+    if row["onnxc"] and row["exporter"] and "median" in row["exporter"]:
+        for k, rk, sk in (("onnxc", "ratio", "spread"), ("patched", "patched_ratio",
+                                                           "patched_spread")):
+            if not row.get(k) or "times" not in row[k]:
+                continue
+            pair = [x / y for x, y in zip(row[k]["times"], row["exporter"]["times"])]
+            row[rk] = row[k]["median"] / row["exporter"]["median"]
+            row[sk] = (min(pair), max(pair))
     return row
 
 
@@ -391,7 +420,8 @@ def table(rows, default_runs):
     for r in rows:
         for k, who in (("onnxc_error", "onnxc"), ("exporter_error", "exporter")):
             if r.get(k):
-                notes.append("- %s, %s: %s" % (r["model"], who, r[k]))
+                msg = r[k] if len(r[k]) <= 240 else r[k][:237] + "..."
+                notes.append("- %s, %s: %s" % (r["model"], who, msg))
     return "\n".join(out), notes
 
 
@@ -429,6 +459,16 @@ def hist_diffs(rows, top):
         lines.append("- %s (%s): %s" % (r["model"], ", ".join(why), ", ".join(
             "%s %d/%d" % (op, o["hist"].get(op, 0), e["hist"].get(op, 0)) for op in d)))
     return lines
+
+
+def patched_table(rows):
+    out = ["| model | onnxc / exporter | onnxc patched / exporter |", "|---|---|---|"]
+    for r in rows:
+        if "patched_ratio" in r and "ratio" in r:
+            out.append("| %s | %.2f (%.2f..%.2f) | %.2f (%.2f..%.2f) |" % (
+                r["model"], r["ratio"], r["spread"][0], r["spread"][1],
+                r["patched_ratio"], r["patched_spread"][0], r["patched_spread"][1]))
+    return "\n".join(out)
 
 
 def pattern_lines(rows):
@@ -484,6 +524,10 @@ def main():
                     help="the compiler (default rel/onnxc, else build/onnxc)")
     ap.add_argument("--node", default="node", help="node.js (default: node on PATH)")
     ap.add_argument("--top", type=int, default=6, help="op differences listed per model")
+    ap.add_argument("--patched", action="store_true",
+                    help="also time a copy of onnxc's file with trailing empty inputs and "
+                         "unused MaxPool Indices outputs dropped (a diagnostic: what those "
+                         "two patterns cost)")
     ap.add_argument("--keep", metavar="DIR", help="write the files into DIR and keep them")
     ap.add_argument("--save-json", metavar="FILE", help="also write the raw results as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
@@ -537,6 +581,11 @@ def main():
         print()
         print("Not exported or not run:")
         print("\n".join(notes))
+    if a.patched:
+        print()
+        print("Latency ratios with onnxc's file patched (--patched: trailing empty inputs "
+              "and unused MaxPool Indices dropped):")
+        print(patched_table(rows))
     pats = pattern_lines(rows)
     if pats:
         print()
