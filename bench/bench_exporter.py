@@ -301,18 +301,15 @@ def bench_model(name, builder, a, work):
 
     fxir = os.path.join(d, name + ".fxir")
     out = os.path.join(d, name + ".onnxc.onnx")
+    stage = "fxir_export"
     try:
         tb = export_bridge(copy.deepcopy(model), args, dyn, fxir)
-        try:
-            tc = compile_onnxc(a.onnxc, fxir, out)
-        except Exception as e:
-            raise RuntimeError(str(e))
+        stage = "onnxc"
+        tc = compile_onnxc(a.onnxc, fxir, out)
         row["onnxc"] = dict(inspect_onnx(out), bridge=tb, compile=tc)
         paths["onnxc"] = out
-    except RuntimeError as e:
-        row["onnxc_error"] = str(e)
     except Exception as e:
-        row["onnxc_error"] = "fxir_export: " + one_line(e)
+        row["onnxc_error"] = str(e) if stage == "onnxc" else "fxir_export: " + one_line(e)
         if a.verbose:
             traceback.print_exc()
 
@@ -547,7 +544,12 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows = []
     try:
-        warm_up(a.onnxc, work)
+        try:
+            warm_up(a.onnxc, work)
+        except Exception as e:
+            print("bench_exporter: the warm-up on a tiny model failed: %s" % one_line(e),
+                  file=sys.stderr)
+            return 1
         for n in names:
             t0 = time.perf_counter()
             try:
