@@ -19,7 +19,7 @@ typedef struct Opts {
 	Emit emit;
 	int level;                  /* -O */
 	const char *passes;         /* -passes=, replaces the -O pipeline */
-	int print_after_all, verify_each, verify_diags, split, time_passes;
+	int print_after_all, verify_each, verify_diags, split, time_passes, stats;
 	const char *print_after, *print_before;
 	int max_errors;
 	OnnxWriteOptions w;
@@ -70,6 +70,8 @@ static const char usage_text[] =
 	"  -print-before=NAME       dump the IR before pass NAME\n"
 	"  -verify-each             run the verifier after every pass\n"
 	"  -time-passes             report how long each pass took\n"
+	"  -stats                   report each pass's node count before and after\n"
+	"                           (every graph, subgraph and function body)\n"
 	"\n"
 	"Diagnostics and testing:\n"
 	"  -verify-diagnostics      check `// expected-error {{...}}` annotations in the\n"
@@ -155,7 +157,7 @@ static const char *const option_names[] = {
 	"-o", "-emit=", "-opset=", "-external-data=", "-external-data", "-external-threshold=",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
-	"-verify-each", "-time-passes", "-verify-diagnostics", "-split-input-file",
+	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
 };
 
@@ -262,6 +264,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->verify_each = 1;
 		} else if (strcmp(a, "-time-passes") == 0) {
 			o->time_passes = 1;
+		} else if (strcmp(a, "-stats") == 0) {
+			o->stats = 1;
 		} else if (strcmp(a, "-verify-diagnostics") == 0) {
 			o->verify_diags = 1;
 		} else if (strcmp(a, "-no-fast-lex") == 0) {
@@ -327,9 +331,15 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		double t0 = now();
+		uint32_t before = o->stats ? module_node_count(m) : 0;
 		Status st = p->run(m, &po);
 		if (o->time_passes)
 			fprintf(stderr, "onnxc: pass %-14s %9.3f ms\n", p->name, (now() - t0) * 1e3);
+		if (o->stats) {
+			uint32_t after = module_node_count(m);
+			fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
+				(long long)after - (long long)before);
+		}
 		if (st != OK || diag_error_count())
 			return 1;
 		if (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))

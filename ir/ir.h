@@ -504,6 +504,8 @@ void rw_apply_outputs(const Rewriter *rw, Graph *g);
 /* Use counts by ValueId over every graph the walk reaches in `what`:
  * operands, attributes, subgraph captures and graph outputs.  calloc'd. */
 uint32_t *module_use_counts(Module *m, unsigned what);
+/* Nodes in every graph, subgraph and function body (-stats). */
+uint32_t module_node_count(Module *m);
 
 /* Pattern helpers for rewrites (docs/passes.md has a worked example).
  * Each returns NULL / 0 when the pattern does not match. */

@@ -80,6 +80,19 @@ uint32_t *module_use_counts(Module *m, unsigned what)
 	return uses;
 }
 
+static Status add_nodes(const GraphVisit *v, void *ctx)
+{
+	*(uint32_t *)ctx += v->g->nnodes;
+	return OK;
+}
+
+uint32_t module_node_count(Module *m)
+{
+	uint32_t n = 0;
+	module_walk(m, WALK_PROGRAM, add_nodes, &n);
+	return n;
+}
+
 /* ---- pattern helpers ------------------------------------------------------ */
 Node *def_of(const Module *m, ValueId v)
 {
