@@ -625,6 +625,14 @@ static int node_io(Writer *w, const Node *n, Onnx__NodeProto *p)
 	p->output = PTRS(w, char, n->nres);
 	for (uint32_t i = 0; i < n->nres; i++)
 		p->output[i] = (char *)vname(w, n->res[i]);
+	/* Omitted trailing optional inputs and outputs are left out rather than
+	 * written as "": ONNX allows both, and ONNX Runtime's fusions (a
+	 * BatchNormalization into a Conv without bias, MaxPool without
+	 * indices) match only the shorter form. */
+	while (p->n_input && !p->input[p->n_input - 1][0])
+		p->n_input--;
+	while (p->n_output && !p->output[p->n_output - 1][0])
+		p->n_output--;
 	return 0;
 }
 

@@ -5,7 +5,9 @@
  * a live node or returned.  Use counts are computed once; removing a dead
  * node decrements the counts of its operands, and the walk goes backwards
  * so one pass over each graph removes whole dead chains: linear time.
- * Subgraphs are walked too; values they capture count as uses. */
+ * Subgraphs are walked too; values they capture count as uses.  A live
+ * ONNX node keeps its required results and loses the optional ones nothing
+ * reads. */
 #include <stdlib.h>
 #include "passes.h"
 
@@ -37,6 +39,17 @@ static int dead(Dce *d, const Node *n)
 	return 1;
 }
 
+/* An optional result of a registry ONNX op that nothing reads is left out
+ * (`_`): MaxPool without its indices, for one, is a cheaper kernel. */
+static void drop_unused_results(const Dce *d, Node *n)
+{
+	if (n->domain != S_onnx || n->op == OP_GENERIC)
+		return;
+	for (uint32_t i = (uint32_t)op_info[n->op].min_out; i < n->nres; i++)
+		if (n->res[i] && !d->uses[n->res[i]])
+			n->res[i] = VNONE;
+}
+
 /* Unused params, buffers and constants go too.  The walk visits a graph
  * before its subgraphs and only those of nodes still there, so a node
  * removed here takes its subgraphs' uses with it before they are swept. */
@@ -50,6 +63,8 @@ static Status sweep(const GraphVisit *v, void *ctx)
 			node_each_use(n, uncount, d);
 			node_each_subgraph(n, uncount_subgraph, d);
 			node_remove(g, n);
+		} else {
+			drop_unused_results(d, n);
 		}
 	}
 	uint32_t k = 0;
