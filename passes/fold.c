@@ -14,7 +14,8 @@
  * 256 bytes) is, so folding never grows the model: an Expand, Tile or
  * ConstantOfShape that would write a large tensor stays an op.
  *
- * Shape and Size fold from the input's static type alone.
+ * Shape and Size fold from the input's static type alone, and CastLike
+ * from its second operand's dtype alone.
  *
  * Parameters and buffers (weights in the safetensors file) fold too (a
  * Transpose of a weight becomes the transposed weight), read from the
@@ -41,10 +42,14 @@ typedef struct Fold {
 	int opset;
 } Fold;
 
+/* A Constant written with value_float, value_ints, ... folds into the
+ * `value = tensor(...)` form that const_tensor reads; one with `value`
+ * is folded already. */
 static int never_folds(const Node *n)
 {
 	switch (n->op) {
 	case OP_ONNX_Constant:
+		return n->nkw != 1 || n->kw[0].name == S_value || n->domain != S_onnx || !rt_kernel(n->op);
 	case OP_ONNX_RandomNormal:
 	case OP_ONNX_RandomNormalLike:
 	case OP_ONNX_RandomUniform:
@@ -68,13 +73,23 @@ static int is_weight(const Fold *f, ValueId v)
 /* Attributes never read a value (the verifier holds that for ONNX ops);
  * every input is omitted, a constant, or a param or buffer with a static
  * type.  *bytes sums their sizes; *weights says whether one is a weight. */
+/* CastLike reads only the dtype of its second operand, so that operand
+ * need not be a constant: a known dtype is enough. */
+static DType like_dtype(const Fold *f, const Node *n, uint32_t i)
+{
+	if (n->op != OP_ONNX_CastLike || i != 1 || n->args[1].kind != A_VALUE)
+		return DT_UNDEF;
+	const Type *t = val(f->m, n->args[1].u.v)->type;
+	return t && t->kind == TY_TENSOR ? (DType)t->dtype : DT_UNDEF;
+}
+
 static int inputs_constant(const Fold *f, const Node *n, size_t *bytes, int *weights)
 {
 	*bytes = 0;
 	*weights = 0;
 	for (uint32_t i = 0; i < n->nargs; i++) {
 		const Arg *a = &n->args[i];
-		if (a->kind == A_NONE)
+		if (a->kind == A_NONE || like_dtype(f, n, i) != DT_UNDEF)
 			continue;
 		if (a->kind != A_VALUE)
 			return 0;
@@ -307,8 +322,13 @@ static void try_fold(Fold *f, Node *n)
 	RTensor **out = xcalloc(nout, sizeof *out);
 	diag_mute(1);
 	int ok = 1;
-	for (uint32_t i = 0; i < nin && ok; i++)
-		ok = n->args[i].kind == A_NONE || (in[i] = rt_value_tensor(&f->weights, n->args[i].u.v)) != NULL;
+	for (uint32_t i = 0; i < nin && ok; i++) {
+		DType like = like_dtype(f, n, i);
+		int64_t zero = 0;
+		if (like != DT_UNDEF)
+			in[i] = rt_new(n->loc, like, 1, &zero);     /* the dtype is all it reads */
+		ok = n->args[i].kind == A_NONE || in[i] || (in[i] = rt_value_tensor(&f->weights, n->args[i].u.v)) != NULL;
+	}
 	ok = ok && rt_eval_node(n, f->opset, in, n->nargs, out) == OK;
 	ok = diag_mute(0) == 0 && ok;
 	if (ok && fits(f, out, n->nres, in_bytes)) {
