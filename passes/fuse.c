@@ -8,6 +8,10 @@
  *       nothing else.  The Add's operands may come in either order.
  *   ReduceMean(x, axes = every dim after the second, keepdims=1)
  *                                                -> GlobalAveragePool(x)
+ *   Reshape(Gemm(Reshape(x, [M, K]), w, c), [d..., N])
+ *                                                -> Add(MatMul(x, w), c)
+ *       x of static shape [d..., K] (rank >= 3), a plain Gemm (no
+ *       attributes), both Reshapes feeding nothing else, c along N.
  *   BatchNormalization(Conv(x, W, B), scale, bias, mean, var)  (inference)
  *                                                -> Conv(x, W', B')
  *       W, B and the four statistics constants (params, buffers, consts)
@@ -257,6 +261,58 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 		rt_free(st[i]);
 }
 
+/* x [d..., K] and y [d..., N] around a 2-D weight [K, N] and a bias that
+ * broadcasts along N. */
+static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, const Type *tc)
+{
+	if (!tx || !ty || !tw || !tc || tx->rank < 3 || ty->rank != tx->rank || tw->rank != 2 ||
+	    !is_float(tx) || ty->dtype != tx->dtype)
+		return 0;
+	int32_t r = tx->rank;
+	for (int32_t i = 0; i + 1 < r; i++)
+		if (tx->dims[i].v != ty->dims[i].v)
+			return 0;
+	int64_t n = ty->dims[r - 1].v;
+	if (tx->dims[r - 1].v != tw->dims[0].v || n != tw->dims[1].v)
+		return 0;
+	int64_t cn = tc->rank ? tc->dims[tc->rank - 1].v : 1;
+	return (tc->rank == 1 || (tc->rank == 2 && tc->dims[0].v == 1)) && (cn == n || cn == 1);
+}
+
+/* y = Reshape(Gemm(Reshape(x, [M, K]), w, c), [d..., N]), the way a
+ * Linear on a 3-D (or higher) input is traced (view, addmm, view), becomes
+ * Add(MatMul(x, w), c): MatMul broadcasts over the leading dims, so the
+ * flattening and its inverse are not needed.  Only a plain Gemm (no
+ * transposes, alpha and beta 1) qualifies; the MatMul takes the Gemm's
+ * provenance, the Add y's. */
+static void fuse_flat_linear(Fuse *f, Node *r2)
+{
+	Node *gm = match_operand(f->m, r2, 0, OP_ONNX_Gemm);
+	if (!gm || gm->nargs != 3 || gm->nkw || !one_use(f->uses, gm->res[0]))
+		return;
+	Node *r1 = match_operand(f->m, gm, 0, OP_ONNX_Reshape);
+	if (!r1 || !one_use(f->uses, r1->res[0]))
+		return;
+	ValueId x = operand(r1, 0), w = operand(gm, 1), c = operand(gm, 2), y = r2->res[0];
+	const Type *ty = static_type(f, y);
+	if (!flat_linear_shapes(static_type(f, x), ty, static_type(f, w), static_type(f, c)))
+		return;
+	Node *mm = node_new_op(f->m, OP_ONNX_MatMul, 1, 2, 0);
+	mm->prov = gm->prov;
+	mm->loc = gm->loc;
+	mm->args[0] = value_arg(x);
+	mm->args[1] = value_arg(w);
+	ValueId mr = value_new(f->m, value_fresh_name(f->m, val(f->m, gm->res[0])->name),
+			       type_tensor(&f->m->arena, (DType)ty->dtype, ty->rank, ty->dims), VK_NODE);
+	val(f->m, mr)->def = mm;
+	mm->res[0] = mr;
+	node_insert_before(r2->graph, r2, mm);
+	set_args(f, r2, OP_ONNX_Add, 2, 0);
+	r2->args[0] = value_arg(mr);
+	r2->args[1] = value_arg(c);
+	f->uses[gm->res[0]]--;
+}
+
 static Status fuse_graph(const GraphVisit *v, void *ctx)
 {
 	Fuse *f = ctx;
@@ -269,6 +325,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_global_pool(f, n);
 		else if (n->op == OP_ONNX_BatchNormalization)
 			fuse_conv_bn(f, v->g, n);
+		else if (n->op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_flat_linear(f, n);
 	}
 	return OK;
 }
