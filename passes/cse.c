@@ -13,6 +13,9 @@
  * make one instance read another's inner values, and identical instances
  * could no longer share one function.
  *
+ * A graph's `const` values with the same type and bytes merge the same
+ * way (the first one is kept; dce drops the others).
+ *
  * Not merged: nodes with side effects or in-place semantics, ops outside
  * the registry in domains other than onnx (they may have effects), nodes
  * with subgraph arguments, nodes with no results, and nodes with a result
@@ -89,10 +92,38 @@ static int same_node(uintptr_t item, const void *key)
 	return 1;
 }
 
+/* A stored `const` value (item) holds the same tensor as the key's. */
+static int same_const(uintptr_t item, const void *key)
+{
+	const Value *a = (const Value *)item, *b = key;
+	Arg x = { .kind = A_TENSOR, .u.t = a->init }, y = { .kind = A_TENSOR, .u.t = b->init };
+	return arg_identical(&x, &y);
+}
+
+/* `const` values of g with equal type and bytes become one (the first):
+ * later reads of the others read it, and dce drops them.  Outputs keep
+ * their names. */
+static void merge_consts(Cse *c, Graph *g)
+{
+	HashMap seen = { 0 };
+	for (uint32_t i = 0; i < g->inits.n; i++) {
+		ValueId id = g->inits.v[i];
+		Value *v = val(c->m, id);
+		if (v->kind != VK_CONST || !v->init || c->is_out[id])
+			continue;
+		Arg a = { .kind = A_TENSOR, .u.t = v->init };
+		Value *first = (Value *)hashmap_intern(&seen, arg_hash(&a), same_const, v, (uintptr_t)v);
+		if (first != v)
+			rw_set(&c->rw, id, (ValueId)(first - c->m->vals.v));
+	}
+	hashmap_free(&seen);
+}
+
 static Status cse_graph(const GraphVisit *v, void *ctx)
 {
 	Cse *c = ctx;
 	HashMap seen = { 0 };
+	merge_consts(c, v->g);
 	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
 		rw_apply(&c->rw, n);
