@@ -165,6 +165,14 @@ void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx)
 		arg_each_value(&n->kw[i].val, f, ctx);
 }
 
+void graph_each_use(const Graph *g, void (*f)(ValueId, void *), void *ctx)
+{
+	for (const Node *n = g->first; n; n = n->next)
+		node_each_use(n, f, ctx);
+	for (uint32_t i = 0; i < g->nout; i++)
+		f(g->out[i], ctx);
+}
+
 int node_has_flag(const Node *n, uint32_t flag)
 {
 	return (op_info[n->op].flags & flag) != 0;

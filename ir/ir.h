@@ -430,6 +430,8 @@ void node_remove(Graph *g, Node *n);
  * inside subgraphs). */
 void arg_each_value(const Arg *a, void (*f)(ValueId, void *), void *ctx);
 void node_each_use(const Node *n, void (*f)(ValueId, void *), void *ctx);
+/* The same for every node of g and g's outputs (not inside subgraphs). */
+void graph_each_use(const Graph *g, void (*f)(ValueId, void *), void *ctx);
 int node_has_flag(const Node *n, uint32_t flag);
 /* a is of kind k, or a list holding one at any depth. */
 int arg_contains(const Arg *a, ArgKind k);
@@ -480,6 +482,9 @@ Status graph_walk(Graph *g, GraphFn f, void *ctx);
 /* Calls f for each subgraph held by n's arguments and attributes, in the
  * walk's order (not deeper: a subgraph's own subgraphs are not included). */
 void node_each_subgraph(const Node *n, void (*f)(Graph *g, void *ctx), void *ctx);
+/* Replaces each subgraph held by n's arguments and attributes by f's
+ * result, in the same order (a pass that copies a node deeply). */
+void node_map_subgraphs(Node *n, Graph *(*f)(Graph *g, void *ctx), void *ctx);
 
 /* ---- rewrite.c: replacing values, matching patterns ---------------------- */
 /* A replacement table by ValueId.  A pass records `from reads as to` and

@@ -66,10 +66,7 @@ static void count_use(ValueId v, void *ctx) { ((uint32_t *)ctx)[v]++; }
 
 static Status count_graph(const GraphVisit *v, void *ctx)
 {
-	for (const Node *n = v->g->first; n; n = n->next)
-		node_each_use(n, count_use, ctx);
-	for (uint32_t i = 0; i < v->g->nout; i++)
-		count_use(v->g->out[i], ctx);
+	graph_each_use(v->g, count_use, ctx);
 	return OK;
 }
 

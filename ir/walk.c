@@ -29,6 +29,23 @@ void node_each_subgraph(const Node *n, void (*f)(Graph *, void *), void *ctx)
 		arg_each_graph(&n->kw[i].val, f, ctx);
 }
 
+static void arg_map_graphs(Arg *a, Graph *(*f)(Graph *, void *), void *ctx)
+{
+	if (a->kind == A_GRAPH)
+		a->u.g = f(a->u.g, ctx);
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			arg_map_graphs(&a->u.list[i], f, ctx);
+}
+
+void node_map_subgraphs(Node *n, Graph *(*f)(Graph *g, void *ctx), void *ctx)
+{
+	for (uint32_t i = 0; i < n->nargs; i++)
+		arg_map_graphs(&n->args[i], f, ctx);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		arg_map_graphs(&n->kw[i].val, f, ctx);
+}
+
 typedef struct Push {
 	Stack *st;
 	GraphVisit child;           /* the fields every child shares */

@@ -92,11 +92,16 @@ static int same_node(uintptr_t item, const void *key)
 	return 1;
 }
 
-/* A stored `const` value (item) holds the same tensor as the key's. */
+/* A stored `const` value (item) holds the same tensor as the key's: type
+ * and bytes.  Tensor.name is not compared: an initializer read from ONNX
+ * carries its value's name there, text does not, and both must merge
+ * alike. */
 static int same_const(uintptr_t item, const void *key)
 {
-	const Value *a = (const Value *)item, *b = key;
-	Arg x = { .kind = A_TENSOR, .u.t = a->init }, y = { .kind = A_TENSOR, .u.t = b->init };
+	const Tensor *a = ((const Value *)item)->init, *b = ((const Value *)key)->init;
+	Tensor t = *b;
+	t.name = a->name;
+	Arg x = { .kind = A_TENSOR, .u.t = (Tensor *)a }, y = { .kind = A_TENSOR, .u.t = &t };
 	return arg_identical(&x, &y);
 }
 

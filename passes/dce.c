@@ -17,10 +17,7 @@ static void uncount(ValueId v, void *ctx) { ((Dce *)ctx)->uses[v]--; }
 
 static Status uncount_graph(const GraphVisit *v, void *ctx)
 {
-	for (const Node *n = v->g->first; n; n = n->next)
-		node_each_use(n, uncount, ctx);
-	for (uint32_t i = 0; i < v->g->nout; i++)
-		uncount(v->g->out[i], ctx);
+	graph_each_use(v->g, uncount, ctx);
 	return OK;
 }
 

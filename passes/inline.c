@@ -107,6 +107,15 @@ static ValueId fresh(Inliner *in, ValueId from, ValueKind k)
 	return v;
 }
 
+/* The subgraphs of a copied node are copied too, as children of g. */
+typedef struct SubCopy { Inliner *in; const Node *call; Graph *g; } SubCopy;
+
+static Graph *copy_sub(Graph *src, void *ctx)
+{
+	SubCopy *sc = ctx;
+	return copy_graph(sc->in, sc->call, src, sc->g);
+}
+
 /* A copy of body node n for `call`: attribute references resolved. */
 static Node *copy_node(Inliner *in, const Node *call, const Node *n, Graph *g)
 {
@@ -133,14 +142,8 @@ static Node *copy_node(Inliner *in, const Node *call, const Node *n, Graph *g)
 		c->args[i] = arg_copy(&m->arena, &n->args[i]);
 		remap_arg(in, &c->args[i]);
 	}
-	for (uint32_t i = 0; i < n->nargs + nkw; i++) {
-		Arg *a = i < n->nargs ? &c->args[i] : &c->kw[i - n->nargs].val;
-		if (a->kind == A_GRAPH)
-			a->u.g = copy_graph(in, call, a->u.g, g);
-		for (uint32_t j = 0; a->kind == A_LIST && j < a->n; j++)
-			if (a->u.list[j].kind == A_GRAPH)
-				a->u.list[j].u.g = copy_graph(in, call, a->u.list[j].u.g, g);
-	}
+	SubCopy sc = { in, call, g };
+	node_map_subgraphs(c, copy_sub, &sc);
 	c->prov = n->prov;
 	c->doc = n->doc;
 	c->loc = n->loc;

@@ -321,10 +321,7 @@ static void mark_use(ValueId v, void *ctx)
 
 static Status mark_sub_uses(const GraphVisit *gv, void *ctx)
 {
-	for (const Node *n = gv->g->first; n; n = n->next)
-		node_each_use(n, mark_use, ctx);
-	for (uint32_t i = 0; i < gv->g->nout; i++)
-		mark_use(gv->g->out[i], ctx);
+	graph_each_use(gv->g, mark_use, ctx);
 	return OK;
 }
 
