@@ -36,6 +36,7 @@ typedef struct Opts {
 static const char usage_text[] =
 	"usage: onnxc [options] <input.fxir | input.onnx | ->\n"
 	"       onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
+	"       onnxc check <model.onnx>\n"
 	"\n"
 	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
 	"model) into an ONNX model, a readable listing, or .fxir text.\n"
@@ -85,6 +86,7 @@ static const char usage_text[] =
 	"Running:\n"
 	"  run MODEL ...            interpret MODEL with the reference kernels on the\n"
 	"                           given inputs (see 'onnxc run --help')\n"
+	"  check MODEL.onnx         check the model's structure, every error located\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -580,6 +582,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return run_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "check") == 0)
+		return check_main(argc, argv);
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;

@@ -243,6 +243,16 @@ Sym op_domain(OpId op);                 /* S_onnx or S_aten */
 Sym op_name_of(OpId op);                 /* its name without the domain */
 /* Called once by intern.c, right after syms.def: interns every op name. */
 void op_registry_init(void);
+/* Attribute kinds, numbered as ONNX's AttributeProto.AttributeType. */
+typedef enum {
+	AK_UNDEFINED = 0, AK_FLOAT, AK_INT, AK_STRING, AK_TENSOR, AK_GRAPH,
+	AK_FLOATS, AK_INTS, AK_STRINGS, AK_TENSORS, AK_GRAPHS,
+	AK_SPARSE_TENSOR, AK_SPARSE_TENSORS, AK_TYPE_PROTO, AK_TYPE_PROTOS
+} AttrKind;
+const char *attr_kind_name(AttrKind k);         /* "INTS", ... */
+/* The kind attribute `name` of op must have (attrs.def), or AK_UNDEFINED
+ * when the table does not say. */
+AttrKind op_attr_kind(OpId op, Sym name);
 
 /* ---- arguments and attributes -------------------------------------------- */
 typedef uint32_t ValueId;       /* index into Module.vals; 0 is "no value" */
