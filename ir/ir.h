@@ -140,11 +140,17 @@ int diag_error_count(void);
  * a flag, not a call. */
 extern int diag_stopped;
 static inline int diag_too_many(void) { return diag_stopped; }
-/* Collecting mode (for -verify-diagnostics): messages are kept, not printed. */
-void diag_set_collect(int on);
+/* Collecting mode: DIAG_KEEP keeps messages instead of printing them
+ * (-verify-diagnostics); DIAG_KEEP_PRINT keeps them and prints them too
+ * (the conversion report lists what the user also saw). */
+enum { DIAG_PRINT = 0, DIAG_KEEP = 1, DIAG_KEEP_PRINT = 2 };
+void diag_set_collect(int mode);
 typedef struct Diag { DiagKind kind; Loc loc; char *msg; } Diag;
 const Diag *diag_collected(size_t *n);
 void diag_clear(void);
+/* The text of line loc.line of a registered source (without its newline),
+ * or NULL. */
+const char *diag_source_line(Loc loc, size_t *len);
 void diag_set_max_errors(int n);
 /* diag_mute(1) hides and stops counting every message until diag_mute(0),
  * which returns how many errors were hidden (for trying what may fail,
