@@ -39,6 +39,7 @@ static const char usage_text[] =
 	"usage: onnxc [options] <input.fxir | input.onnx | ->\n"
 	"       onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
 	"       onnxc check <model.onnx>\n"
+	"       onnxc verify <model.fxir | model.onnx> --ref REF.safetensors\n"
 	"\n"
 	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
 	"model) into an ONNX model, a readable listing, or .fxir text.\n"
@@ -91,6 +92,7 @@ static const char usage_text[] =
 	"  run MODEL ...            interpret MODEL with the reference kernels on the\n"
 	"                           given inputs (see 'onnxc run --help')\n"
 	"  check MODEL.onnx         check the model's structure, every error located\n"
+	"  verify MODEL --ref REF   run MODEL on REF's inputs, compare with its outputs\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -655,6 +657,8 @@ int main(int argc, char **argv)
 		return run_main(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "check") == 0)
 		return check_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "verify") == 0)
+		return verify_main(argc, argv);
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;
