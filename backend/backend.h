@@ -44,4 +44,25 @@ typedef struct OnnxBuilt {
 int onnx_build(Module *m, const OnnxWriteOptions *opt, int with_data, OnnxBuilt *out);
 void onnx_built_free(OnnxBuilt *b);
 
+/* report.c: the Markdown conversion report (-report).  The driver marks
+ * each stage, shows the module as read (report_input) and as it stands at
+ * the end (report_result, finished = the pipeline ran to the end), then
+ * writes the file; it is written whether or not the conversion worked. */
+typedef enum {
+	STAGE_PARSE, STAGE_VERIFY, STAGE_FUNCTIONALIZE, STAGE_DECOMPOSE, STAGE_OPTIMIZE,
+	STAGE_WRITE, STAGE_ORT, STAGE_COUNT
+} Stage;
+typedef enum { STAGE_NOT_RUN, STAGE_OK, STAGE_FAILED } StageState;
+typedef struct Report Report;
+
+/* text: the .fxir source (NULL for an .onnx input, which is printed). */
+Report *report_new(const char *input, const char *text, size_t len, const char *command);
+void report_free(Report *r);
+/* note: a word on the stage, or NULL. */
+void report_stage(Report *r, Stage s, StageState st, const char *note);
+Stage report_stage_of_pass(const char *pass);
+void report_input(Report *r, Module *m);
+void report_result(Report *r, Module *m, int finished, const OnnxWriteOptions *w);
+Status report_write(Report *r, const char *path);
+
 #endif

@@ -31,11 +31,15 @@ typedef struct Opts {
 	int outline;                /* -outline: run outline after the -O pipeline */
 	const char *outline_classes;    /* -outline=A,B */
 	DecompLib *lib;
+	const char *report_file;    /* -report[=FILE.md] */
+	Report *report;
 } Opts;
 
 static const char usage_text[] =
 	"usage: onnxc [options] <input.fxir | input.onnx | ->\n"
 	"       onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
+	"       onnxc check <model.onnx>\n"
+	"       onnxc verify <model.fxir | model.onnx> --ref REF.safetensors\n"
 	"\n"
 	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
 	"model) into an ONNX model, a readable listing, or .fxir text.\n"
@@ -49,6 +53,8 @@ static const char usage_text[] =
 	"                           (17 to 23; default 18)\n"
 	"  -external-data[=FILE]    put large tensors in a side file (default <output>.data)\n"
 	"  -external-threshold=N    tensors of at least N bytes go there (default 1024)\n"
+	"  -report[=FILE.md]        also write a Markdown conversion report, even when\n"
+	"                           the conversion fails (default <input>.report.md)\n"
 	"\n"
 	"Passes:\n"
 	"  -O0, -O1, -O2            optimization level (default -O1); see -list-passes\n"
@@ -85,6 +91,8 @@ static const char usage_text[] =
 	"Running:\n"
 	"  run MODEL ...            interpret MODEL with the reference kernels on the\n"
 	"                           given inputs (see 'onnxc run --help')\n"
+	"  check MODEL.onnx         check the model's structure, every error located\n"
+	"  verify MODEL --ref REF   run MODEL on REF's inputs, compare with its outputs\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -159,6 +167,7 @@ static const char *const option_names[] = {
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
+	"-report=", "-report",
 };
 
 /* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
@@ -289,6 +298,12 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-fold-limit", &v)) {
 			parse_numeric(a, v, 1, 1L << 40, &n);
 			o->fold_limit = n;
+		} else if (strcmp(a, "-report") == 0) {
+			o->report_file = "";
+		} else if (match(a, "-report", &v)) {
+			if (!*v)
+				usage_error("%s: expected a file name", a);
+			o->report_file = v;
 		} else if (strcmp(a, "-outline") == 0) {
 			o->outline = 1;
 		} else if (match(a, "-outline", &v)) {
@@ -340,12 +355,17 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 			fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
 				(long long)after - (long long)before);
 		}
-		if (st != OK || diag_error_count())
+		int failed = st != OK || diag_error_count();
+		if (o->report)
+			report_stage(o->report, report_stage_of_pass(p->name), failed ? STAGE_FAILED : STAGE_OK, NULL);
+		if (failed)
 			return 1;
 		if (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))
 			dump(m, "After", p->name);
 		if (o->verify_each && verify_module(m)) {
 			diag_error((Loc){ 0 }, "the IR is invalid after pass '%s'", p->name);
+			if (o->report)
+				report_stage(o->report, report_stage_of_pass(p->name), STAGE_FAILED, NULL);
 			return 1;
 		}
 	}
@@ -383,12 +403,21 @@ static int emit_text(Module *m, const Opts *o, FILE *dst)
 
 /* An ONNX file never holds ATen ops by accident: without -allow-custom-ops
  * the same listing as the decompose pass's refuses the module. */
+static int emit_onnx(Module *m, const Opts *o)
+{
+	if (!o->allow_custom_ops && decompose_report_unsupported(m))
+		return 1;
+	return onnx_write(m, o->output, &o->w);
+}
+
 static int emit(Module *m, const Opts *o)
 {
-	if (o->emit == EMIT_ONNX && !o->allow_custom_ops && decompose_report_unsupported(m))
-		return 1;
-	if (o->emit == EMIT_ONNX)
-		return onnx_write(m, o->output, &o->w);
+	if (o->emit == EMIT_ONNX) {
+		int rc = emit_onnx(m, o);
+		if (o->report)
+			report_stage(o->report, STAGE_WRITE, rc ? STAGE_FAILED : STAGE_OK, NULL);
+		return rc;
+	}
 	if (!o->output || strcmp(o->output, "-") == 0)
 		return emit_text(m, o, stdout);
 	size_t n = strlen(o->output);
@@ -509,20 +538,66 @@ static int check_expects(Sym file, Expect *ex, size_t nex)
 	return bad;
 }
 
+/* ---- -report ------------------------------------------------------------ */
+/* <input base>.report.md in the current directory, like the default model. */
+static const char *default_report(const char *input)
+{
+	const char *base = strrchr(input, '/');
+	base = base ? base + 1 : strcmp(input, "-") ? input : "out";
+	const char *dot = strrchr(base, '.');
+	size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+	char *out = xmalloc(n + 11);
+	memcpy(out, base, n);
+	strcpy(out + n, ".report.md");
+	return out;
+}
+
+/* The report keeps the command line and every diagnostic, printed as usual. */
+static char *start_report(Opts *o, int argc, char **argv, const char *text, size_t len)
+{
+	char *cmd = NULL;
+	size_t n;
+	FILE *f = xmemstream(&cmd, &n);
+	fputs("onnxc", f);
+	for (int i = 1; i < argc; i++)
+		fprintf(f, " %s", argv[i]);
+	fclose(f);
+	if (!*o->report_file)
+		o->report_file = default_report(o->input);
+	int onnx = text && looks_like_onnx(o->input, text, len);
+	o->report = report_new(o->input, text && !onnx ? text : NULL, len, cmd);
+	diag_set_collect(DIAG_KEEP_PRINT);
+	return cmd;
+}
+
 /* ---- one input --------------------------------------------------------- */
 static Module *read_input(const Opts *o, const char *text, size_t len, uint32_t first_line)
 {
-	if (looks_like_onnx(o->input, text, len))
-		return onnx_import(o->input);
-	return parse_fxir_at(o->input, text, len, first_line);
+	Module *m = looks_like_onnx(o->input, text, len) ? onnx_import(o->input)
+		: parse_fxir_at(o->input, text, len, first_line);
+	if (m && o->report)
+		report_input(o->report, m);
+	return m;
 }
 
+/* Each stage is marked in the report as it ends; the report sees the
+ * module as read and as it stands when the run stops. */
 static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t len, uint32_t first_line)
 {
+	Report *r = o->report;
 	Module *m = read_input(o, text, len, first_line);
-	int rc = 1;
-	if (m && verify_module(m) == 0 && run_pipeline(m, pl, o) == 0)
+	int rc = 1, verified = m && verify_module(m) == 0, lowered = verified && run_pipeline(m, pl, o) == 0;
+	if (r) {
+		report_stage(r, STAGE_PARSE, m ? STAGE_OK : STAGE_FAILED, looks_like_onnx(o->input, text, len) ? "ONNX import" : NULL);
+		if (m)
+			report_stage(r, STAGE_VERIFY, verified ? STAGE_OK : STAGE_FAILED, NULL);
+		if (o->emit != EMIT_ONNX)
+			report_stage(r, STAGE_WRITE, STAGE_NOT_RUN, o->emit == EMIT_LISTING ? "not asked: -emit=listing" : "not asked: -emit=fxir");
+	}
+	if (lowered)
 		rc = emit(m, o);
+	if (r && m)
+		report_result(r, m, lowered && !rc, &o->w);
 	module_free(m);
 	return rc || diag_error_count() ? 1 : 0;
 }
@@ -580,6 +655,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return run_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "check") == 0)
+		return check_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "verify") == 0)
+		return verify_main(argc, argv);
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;
@@ -589,6 +668,8 @@ int main(int argc, char **argv)
 		size_t n = o.output ? strlen(o.output) : 0;
 		o.emit = n > 5 && strcmp(o.output + n - 5, ".onnx") == 0 ? EMIT_ONNX : EMIT_FXIR;
 	}
+	if (o.report_file && (o.split || o.verify_diags))
+		usage_error("%s", "-report writes one report for one conversion: not with -split-input-file or -verify-diagnostics");
 	if (o.split && o.emit == EMIT_ONNX)
 		usage_error("%s", "-split-input-file writes one output per input: use -emit=fxir or -emit=listing, not onnx");
 	if (!o.output)
@@ -621,10 +702,16 @@ int main(int argc, char **argv)
 	size_t len;
 	char *text = strcmp(o.input, "-") == 0 ? read_stdin(&len) : read_file(o.input, &len);
 	int rc = 1;
+	char *command = o.report_file ? start_report(&o, argc, argv, text, len) : NULL;
 	if (text) {
 		diag_add_source(sym_cstr(o.input), text, len);
 		rc = o.split ? compile_split(&o, &pl, text, len) : compile_checked(&o, &pl, text, len, 1);
 	}
+	if (o.report && report_write(o.report, o.report_file) != OK)
+		rc = 1;
+	report_free(o.report);
+	free(command);
+
 	pipeline_free(&pl);
 	decomp_lib_free(o.lib);
 	free(o.decomp_files);

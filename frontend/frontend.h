@@ -41,4 +41,11 @@ int looks_like_onnx(const char *path, const char *data, size_t len);
  * driver when argv[1] is "run"; returns the exit code. */
 int run_main(int argc, char **argv);
 
+/* check.c: `onnxc check MODEL.onnx`, the structural checks of a model
+ * (every error located by graph and node); returns the exit code. */
+int check_main(int argc, char **argv);
+/* run.c: `onnxc verify MODEL --ref REF.safetensors`: run on the reference
+ * inputs (input.<name>) and compare with its outputs (output.<name>). */
+int verify_main(int argc, char **argv);
+
 #endif

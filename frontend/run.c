@@ -321,3 +321,169 @@ int run_main(int argc, char **argv)
 	free(dir);
 	return s == OK && !diag_error_count() ? 0 : 1;
 }
+
+/* ---- onnxc verify ------------------------------------------------------------ */
+/* Runs the model on the inputs of a reference file (input.<name>) and
+ * compares each output with the reference's output.<name>: an element
+ * passes when |got - want| <= atol + rtol * |want| (numpy's allclose). */
+
+static const char verify_usage[] =
+	"usage: onnxc verify <model.fxir | model.onnx> --ref REF.safetensors [--rtol=X] [--atol=X]\n"
+	"\n"
+	"Runs the model's main graph with onnxc's reference kernels on the inputs\n"
+	"stored in REF as input.<name> and compares each output with output.<name>:\n"
+	"one line per output with the largest absolute and relative errors; exit 1\n"
+	"if an element lies outside atol + rtol * |expected| (defaults 1e-5, 1e-4).\n";
+
+typedef struct VerifyOpts { const char *model, *ref; double rtol, atol; } VerifyOpts;
+
+static _Noreturn void verify_usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "onnxc: error: ");
+	fprintf(stderr, msg, arg);
+	fprintf(stderr, "\nrun 'onnxc verify --help' for usage\n");
+	exit(2);
+}
+
+static double tolerance(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0))
+		verify_usage_error("%s: expected a number >= 0", opt);
+	return v;
+}
+
+static void parse_verify_args(int argc, char **argv, VerifyOpts *o)
+{
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(verify_usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--ref")) {
+			if (++i >= argc)
+				verify_usage_error("%s needs a file name", a);
+			o->ref = argv[i];
+		} else if (!strncmp(a, "--ref=", 6)) {
+			o->ref = a + 6;
+		} else if (!strncmp(a, "--rtol=", 7)) {
+			o->rtol = tolerance(a, a + 7);
+		} else if (!strncmp(a, "--atol=", 7)) {
+			o->atol = tolerance(a, a + 7);
+		} else if (a[0] == '-' && a[1]) {
+			verify_usage_error("unknown option '%s'", a);
+		} else if (o->model) {
+			verify_usage_error("more than one model ('%s')", a);
+		} else
+			o->model = a;
+	}
+	if (!o->model || !o->ref)
+		verify_usage_error("%s", !o->model ? "no model file" : "no reference file (--ref REF.safetensors)");
+}
+
+static RTensor *ref_tensor(const char *path, const SafeTensors *st, const char *prefix, const char *name, Loc loc)
+{
+	size_t n = strlen(prefix) + strlen(name) + 1;
+	char *key = xmalloc(n);
+	snprintf(key, n, "%s%s", prefix, name);
+	const SafeTensor *e = safetensors_find(st, key);
+	RTensor *t = e ? rt_from_safetensor(path, e) : NULL;
+	if (!e)
+		diag_error(loc, "the reference file has no tensor '%s'", key);
+	free(key);
+	return t;
+}
+
+static Status verify_inputs(Module *m, const char *path, const SafeTensors *st, RTensor ***feeds, uint32_t *nfeeds)
+{
+	Graph *g = m->graphs.v[0];
+	Status s = OK;
+	*feeds = xcalloc(g->nin + 1, sizeof **feeds);
+	*nfeeds = 0;
+	for (uint32_t i = 0; i < g->nin; i++) {
+		const Value *v = val(m, g->in[i]);
+		if (v->kind != VK_INPUT)
+			continue;
+		RTensor *t = ref_tensor(path, st, "input.", sym_str(v->name), v->loc);
+		if (!t || check_type(v, t) != OK)
+			s = FAILED;
+		(*feeds)[(*nfeeds)++] = t;
+	}
+	return s;
+}
+
+/* One output against its reference; prints its line. */
+static int compare_output(const VerifyOpts *o, const char *name, const RTensor *got, const RTensor *want)
+{
+	char a[128], b[128];
+	int same = got->rank == want->rank && got->numel == want->numel;
+	for (int32_t d = 0; same && d < got->rank; d++)
+		same = got->shape[d] == want->shape[d];
+	if (!same) {
+		printf("%s: FAILED: got %s, expected %s\n", name, rt_describe(got, a, sizeof a), rt_describe(want, b, sizeof b));
+		return 1;
+	}
+	double max_abs = 0, max_rel = 0;
+	int64_t bad = 0;
+	for (int64_t i = 0; i < got->numel; i++) {
+		double x = rt_get_f(got, i), y = rt_get_f(want, i), d = x > y ? x - y : y - x;
+		double ay = y < 0 ? -y : y;
+		if (x == y)
+			d = 0;      /* equal infinities */
+		if (d > max_abs || d != d)
+			max_abs = d;
+		if (ay > 0 && d / ay > max_rel)
+			max_rel = d / ay;
+		bad += !(d <= o->atol + o->rtol * ay);
+	}
+	printf("%s: %s, max abs error %.3g, max rel error %.3g: ", name, rt_describe(got, a, sizeof a), max_abs, max_rel);
+	if (!bad)
+		printf("ok\n");
+	else
+		printf("FAILED (%lld of %lld elements outside rtol=%g, atol=%g)\n", (long long)bad, (long long)got->numel,
+		       o->rtol, o->atol);
+	return bad != 0;
+}
+
+static Status verify_outputs(const VerifyOpts *o, Module *m, const SafeTensors *st, RTensor **outs)
+{
+	Graph *g = m->graphs.v[0];
+	int failed = 0;
+	for (uint32_t i = 0; i < g->nout; i++) {
+		const char *name = sym_str(val(m, g->out[i])->name);
+		RTensor *want = ref_tensor(o->ref, st, "output.", name, g->loc);
+		failed |= !want || compare_output(o, name, outs[i], want);
+		rt_free(want);
+	}
+	return failed ? FAILED : OK;
+}
+
+int verify_main(int argc, char **argv)
+{
+	VerifyOpts o = { NULL, NULL, 1e-4, 1e-5 };
+	parse_verify_args(argc, argv, &o);
+	diag_set_max_errors(20);
+	char *text = NULL, *dir = model_dir(o.model);
+	RTensor **feeds = NULL, **outs = NULL;
+	uint32_t nfeeds = 0;
+	Module *m = load_model(o.model, &text);
+	SafeTensors *st = m ? safetensors_open(o.ref) : NULL;
+	Status s = st ? verify_inputs(m, o.ref, st, &feeds, &nfeeds) : FAILED;
+	if (s == OK)
+		s = rt_run_graph(m, dir, feeds, &outs);
+	if (s == OK)
+		s = verify_outputs(&o, m, st, outs);
+	for (uint32_t i = 0; i < nfeeds; i++)
+		rt_free(feeds[i]);
+	for (uint32_t i = 0; outs && i < m->graphs.v[0]->nout; i++)
+		rt_free(outs[i]);
+	safetensors_close(st);
+	free(feeds);
+	free(outs);
+	module_free(m);
+	free(text);
+	free(dir);
+	return s == OK && !diag_error_count() ? 0 : 1;
+}

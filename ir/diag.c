@@ -47,20 +47,29 @@ static const Source *find_source(Sym file)
 
 /* Prints line `line` of the source and a caret under column `col`.  Tabs
  * are kept in the caret line so it lines up in a terminal. */
-static void show_line(FILE *f, Loc loc)
+const char *diag_source_line(Loc loc, size_t *len)
 {
 	const Source *s = find_source(loc.file);
 	if (!s || loc.line == 0)
-		return;
+		return NULL;
 	const char *p = s->text, *end = s->text + s->len;
 	for (uint32_t l = 1; l < loc.line && p < end; p++)
 		if (*p == '\n')
 			l++;
 	if (p >= end && loc.line > 1)
-		return;
+		return NULL;
 	const char *e = memchr(p, '\n', (size_t)(end - p));
-	if (!e)
-		e = end;
+	*len = (size_t)((e ? e : end) - p);
+	return p;
+}
+
+static void show_line(FILE *f, Loc loc)
+{
+	size_t n;
+	const char *p = diag_source_line(loc, &n);
+	if (!p)
+		return;
+	const char *e = p + n;
 	fprintf(f, "%.*s\n", (int)(e - p), p);
 	for (uint32_t c = 1; c < loc.col && p + c - 1 < e; c++)
 		fputc(p[c - 1] == '\t' ? '\t' : ' ', f);
@@ -98,7 +107,8 @@ void diag_emitv(DiagKind k, Loc loc, const char *fmt, va_list ap)
 	if (collect) {
 		Diag d = { k, loc, arena_strndup(&diag_arena, buf, strlen(buf)) };
 		VEC_PUSH(&diag_arena, kept, d);
-		return;
+		if (collect == DIAG_KEEP)
+			return;
 	}
 	FILE *f = stream ? stream : stderr;
 	if (loc.file && loc.line)
@@ -121,7 +131,7 @@ DIAG_FN(diag_warning, DIAG_WARNING)
 DIAG_FN(diag_note, DIAG_NOTE)
 
 int diag_error_count(void) { return nerrors; }
-void diag_set_collect(int on) { collect = on; }
+void diag_set_collect(int mode) { collect = mode; }
 void diag_set_max_errors(int n)
 {
 	max_errors = n;

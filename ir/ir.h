@@ -140,11 +140,17 @@ int diag_error_count(void);
  * a flag, not a call. */
 extern int diag_stopped;
 static inline int diag_too_many(void) { return diag_stopped; }
-/* Collecting mode (for -verify-diagnostics): messages are kept, not printed. */
-void diag_set_collect(int on);
+/* Collecting mode: DIAG_KEEP keeps messages instead of printing them
+ * (-verify-diagnostics); DIAG_KEEP_PRINT keeps them and prints them too
+ * (the conversion report lists what the user also saw). */
+enum { DIAG_PRINT = 0, DIAG_KEEP = 1, DIAG_KEEP_PRINT = 2 };
+void diag_set_collect(int mode);
 typedef struct Diag { DiagKind kind; Loc loc; char *msg; } Diag;
 const Diag *diag_collected(size_t *n);
 void diag_clear(void);
+/* The text of line loc.line of a registered source (without its newline),
+ * or NULL. */
+const char *diag_source_line(Loc loc, size_t *len);
 void diag_set_max_errors(int n);
 /* diag_mute(1) hides and stops counting every message until diag_mute(0),
  * which returns how many errors were hidden (for trying what may fail,
@@ -243,6 +249,16 @@ Sym op_domain(OpId op);                 /* S_onnx or S_aten */
 Sym op_name_of(OpId op);                 /* its name without the domain */
 /* Called once by intern.c, right after syms.def: interns every op name. */
 void op_registry_init(void);
+/* Attribute kinds, numbered as ONNX's AttributeProto.AttributeType. */
+typedef enum {
+	AK_UNDEFINED = 0, AK_FLOAT, AK_INT, AK_STRING, AK_TENSOR, AK_GRAPH,
+	AK_FLOATS, AK_INTS, AK_STRINGS, AK_TENSORS, AK_GRAPHS,
+	AK_SPARSE_TENSOR, AK_SPARSE_TENSORS, AK_TYPE_PROTO, AK_TYPE_PROTOS
+} AttrKind;
+const char *attr_kind_name(AttrKind k);         /* "INTS", ... */
+/* The kind attribute `name` of op must have (attrs.def), or AK_UNDEFINED
+ * when the table does not say. */
+AttrKind op_attr_kind(OpId op, Sym name);
 
 /* ---- arguments and attributes -------------------------------------------- */
 typedef uint32_t ValueId;       /* index into Module.vals; 0 is "no value" */

@@ -136,3 +136,29 @@ OpId op_lookup(Sym domain, Sym name)
 		return OP_GENERIC;
 	return by_name[domain == S_aten][name];
 }
+
+/* ---- attribute kinds (attrs.def) ------------------------------------------ */
+static const struct { OpId op; const char *name; AttrKind kind; } attr_table[] = {
+#define ATTR(e, name, kind) { OP_##e, name, AK_##kind },
+#include "attrs.def"
+#undef ATTR
+};
+
+const char *attr_kind_name(AttrKind k)
+{
+	static const char *const names[] = {
+		"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS",
+		"TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS",
+	};
+	return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
+}
+
+/* A linear scan: the table is small and only `onnxc check` asks. */
+AttrKind op_attr_kind(OpId op, Sym name)
+{
+	const char *s = sym_str(name);
+	for (size_t i = 0; i < sizeof attr_table / sizeof *attr_table; i++)
+		if (attr_table[i].op == op && strcmp(attr_table[i].name, s) == 0)
+			return attr_table[i].kind;
+	return AK_UNDEFINED;
+}
