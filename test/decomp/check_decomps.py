@@ -663,6 +663,48 @@ A([
     C("aten::adaptive_avg_pool1d", f("f32[2,3,3]"), [5], id="adaptive_avg_pool1d-up"),
 ])
 
+# -- resampling (nn.fxir's Resize): sizes and scale factors, both corner
+#    modes, down- and upsampling, output size 1, every dtype the op takes --
+U4 = "f32[2,3,5,7]"
+ORT_NO_F64_RESIZE = "ONNX Runtime has no f64 Resize kernel (the model is valid ONNX)"
+for _dt in ("f32", "f64"):
+    _x = X(U4.replace("f32", _dt))
+    _s = "" if _dt == "f32" else "-" + _dt
+    _xf = dict(xfail=ORT_NO_F64_RESIZE) if _dt == "f64" else {}
+    A([
+        C("aten::upsample_bilinear2d.vec", _x, [8, 9], False, None, id="upsample_bilinear2d.vec-size" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, [8, 9], True, None, id="upsample_bilinear2d.vec-size-corners" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, None, False, [2.0, 1.5], id="upsample_bilinear2d.vec-scale" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, None, True, [2.0, 1.5], id="upsample_bilinear2d.vec-scale-corners" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, [3, 4], False, None, id="upsample_bilinear2d.vec-down" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, None, False, [0.5, 0.75], id="upsample_bilinear2d.vec-scale-down" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, [1, 1], False, None, id="upsample_bilinear2d.vec-size1" + _s, **_xf),
+        C("aten::upsample_bilinear2d.vec", _x, [1, 1], True, None, id="upsample_bilinear2d.vec-size1-corners" + _s, **_xf),
+        C("aten::upsample_bilinear2d", _x, [10, 14], False, id="upsample_bilinear2d" + _s, **_xf),
+        C("aten::upsample_bilinear2d", _x, [6, 13], True, id="upsample_bilinear2d-corners" + _s, **_xf),
+        C("aten::upsample_bilinear2d", _x, [7, 10], False, 1.5, 1.5, id="upsample_bilinear2d-scales" + _s, **_xf),
+        C("aten::upsample_bilinear2d", _x, [7, 10], True, 1.5, 1.5, id="upsample_bilinear2d-scales-corners" + _s, **_xf),
+    ])
+A([
+    C("aten::upsample_bilinear2d.vec", X(U4), None, False, [2.0, 1.5], opset=17,
+      id="upsample_bilinear2d.vec-scale-opset17"),
+    C("aten::upsample_nearest2d.vec", X(U4), [8, 9], None, opset=17,
+      id="upsample_nearest2d.vec-size-opset17"),
+])
+for _dt in ("f32", "f64", "u8"):
+    _x = X(U4.replace("f32", _dt), lo=0, hi=255) if _dt == "u8" else X(U4.replace("f32", _dt))
+    _s = "" if _dt == "f32" else "-" + _dt
+    _xf = dict(xfail=ORT_NO_F64_RESIZE) if _dt == "f64" else {}
+    A([
+        C("aten::upsample_nearest2d.vec", _x, [10, 14], None, id="upsample_nearest2d.vec-size" + _s, **_xf),
+        C("aten::upsample_nearest2d.vec", _x, [8, 9], None, id="upsample_nearest2d.vec-size-odd" + _s, **_xf),
+        C("aten::upsample_nearest2d.vec", _x, [3, 4], None, id="upsample_nearest2d.vec-down" + _s, **_xf),
+        C("aten::upsample_nearest2d.vec", _x, None, [2.0, 2.0], id="upsample_nearest2d.vec-scale" + _s, **_xf),
+        C("aten::upsample_nearest2d.vec", _x, None, [1.5, 2.5], id="upsample_nearest2d.vec-scale-frac" + _s, **_xf),
+        C("aten::upsample_nearest2d", _x, [10, 14], id="upsample_nearest2d" + _s, **_xf),
+        C("aten::upsample_nearest2d", _x, [7, 17], 1.5, 2.5, id="upsample_nearest2d-scales" + _s, **_xf),
+    ])
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
