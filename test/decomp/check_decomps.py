@@ -705,6 +705,38 @@ for _dt in ("f32", "f64", "u8"):
         C("aten::upsample_nearest2d", _x, [7, 17], 1.5, 2.5, id="upsample_nearest2d-scales" + _s, **_xf),
     ])
 
+# -- group norm and prelu (nn.fxir), over the float dtypes they take --
+def np_prelu_kernel(x, w):
+    return np.where(x > 0, x, w * x)
+
+
+for _dt in ("f32", "f64"):
+    _s = "" if _dt == "f32" else "-" + _dt
+
+    def _f(spec, **kw):
+        return X(spec.replace("f32", _dt), **kw)
+    A([
+        C("aten::native_group_norm", _f("f32[2,6,4,5]"), _f("f32[6]"), _f("f32[6]"), 2, 6, 20, 3, 1e-5,
+          id="native_group_norm" + _s),
+        C("aten::native_group_norm", _f("f32[3,4,7]"), None, None, 3, 4, 7, 2, 1e-3,
+          id="native_group_norm-noaffine-3d" + _s),
+        C("aten::native_group_norm", _f("f32[2,4,3,2,2]"), _f("f32[4]"), None, 2, 4, 12, 4, 1e-5,
+          id="native_group_norm-weight-5d" + _s),
+        C("aten::native_group_norm", _f("f32[2,4,6]"), None, _f("f32[4]"), 2, 4, 6, 1, 1e-5,
+          id="native_group_norm-bias-1group" + _s),
+        C("aten::group_norm", _f("f32[2,6,4,5]"), 3, _f("f32[6]"), _f("f32[6]"), id="group_norm" + _s),
+        C("aten::group_norm", _f("f32[2,8,9]"), 4, id="group_norm-noaffine" + _s),
+        C("aten::group_norm", _f("f32[2,6,3,3]"), 2, _f("f32[6]"), _f("f32[6]"), 1e-2, opset=17,
+          id="group_norm-opset17" + _s),
+        C("aten::prelu", _f("f32[2,3,4,5]"), _f("f32[3]"), id="prelu" + _s),
+        C("aten::prelu", _f("f32[2,3,4,5]"), _f("f32[1]"), id="prelu-shared" + _s),
+        C("aten::prelu", _f("f32[4,3]"), _f("f32[3]"), id="prelu-2d" + _s),
+        C("aten::prelu", _f("f32[2,3,7]"), _f("f32[3]"), id="prelu-3d" + _s),
+        C("aten::prelu", _f("f32[5]"), _f("f32[1]"), id="prelu-1d" + _s),
+        C("aten::_prelu_kernel", _f("f32[2,3,4,5]"), _f("f32[3,1,1]"), ref=np_prelu_kernel,
+          id="_prelu_kernel" + _s),
+    ])
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
