@@ -737,6 +737,38 @@ for _dt in ("f32", "f64"):
           id="_prelu_kernel" + _s),
     ])
 
+# -- *_like and new_* (misc.fxir) with every keyword, from and to each
+#    dtype: layout strided, device cpu, pin_memory and memory_format are
+#    accepted and ignored --
+STRIDED = Lit("strided", torch.strided)
+CPU = Lit('"cpu"', torch.device("cpu"))
+KW_ALL = dict(layout=STRIDED, device=CPU, pin_memory=False)
+for _src in ("f32", "f64", "i64", "i32", "bool", "u8"):
+    _x = X("%s[2,3]" % _src)
+    for _dst in (None, "f32", "i64", "bool", "f64"):
+        _kw = dict(KW_ALL, dtype=DT(_dst)) if _dst else dict(KW_ALL)
+        _t = "%s-%s" % (_src, _dst or "same")
+        A([
+            C("aten::zeros_like", _x, memory_format=Lit("preserve_format", torch.preserve_format),
+              id="zeros_like-kw-" + _t, **_kw),
+            C("aten::ones_like", _x, memory_format=Lit("contiguous_format", torch.contiguous_format),
+              id="ones_like-kw-" + _t, **_kw),
+            C("aten::full_like", _x, 3, memory_format=None, id="full_like-kw-" + _t, **_kw),
+            C("aten::empty_like", _x, shape_only=True, id="empty_like-kw-" + _t, **_kw),
+            C("aten::new_zeros", _x, [3, 2], id="new_zeros-kw-" + _t, **_kw),
+            C("aten::new_ones", _x, [4], id="new_ones-kw-" + _t, **_kw),
+            C("aten::new_full", _x, [2, 2], 2, id="new_full-kw-" + _t, **_kw),
+            C("aten::new_empty", _x, [1, 3], shape_only=True, id="new_empty-kw-" + _t, **_kw),
+        ])
+A([
+    C("aten::full_like", f(), 2.5, dtype=DT("i64"), id="full_like-float-to-i64"),
+    C("aten::full_like", i(), True, dtype=DT("bool"), layout=STRIDED, id="full_like-bool-layout"),
+    C("aten::zeros_like", f(), device=CPU, id="zeros_like-device"),
+    C("aten::ones_like", i(), pin_memory=False, id="ones_like-pin_memory"),
+    C("aten::new_zeros", f(), [2, 2], layout=STRIDED, id="new_zeros-layout"),
+    C("aten::new_full", i(), [3], 1.5, dtype=DT("f32"), device=CPU, id="new_full-device-float"),
+])
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
