@@ -793,6 +793,53 @@ A([
     C("aten::new_full", i(), [3], 1.5, dtype=DT("f32"), device=CPU, id="new_full-device-float"),
 ])
 
+# -- 3-D pooling, repeat_interleave, weight norm --
+def np_weight_norm(v, g, dim=0):
+    axes = tuple(a for a in range(v.ndim) if a != dim % v.ndim)
+    n = np.sqrt((v.astype(np.float64) ** 2).sum(axis=axes, keepdims=True))
+    return (v * (g / n)).astype(v.dtype), n.astype(v.dtype)
+
+
+X5 = "f32[1,2,5,6,6]"
+A([
+    C("aten::avg_pool3d", f(X5), [2, 2, 2]),
+    C("aten::avg_pool3d", f(X5), [3, 3, 3], [2, 2, 2], [1, 1, 1], id="avg_pool3d-pad"),
+    C("aten::avg_pool3d", f(X5), [3, 3, 3], [2, 2, 2], [1, 1, 1], False, False,
+      id="avg_pool3d-exclude-pad"),
+    C("aten::avg_pool3d", f(X5), [2, 2, 2], [2, 2, 2], [1, 1, 1], True, id="avg_pool3d-ceil"),
+    C("aten::avg_pool3d", f(X5.replace("f32", "f64")), [1, 3, 3], [1, 2, 2], [0, 1, 1],
+      id="avg_pool3d-f64", xfail="ONNX Runtime has no f64 AveragePool kernel (the model is valid ONNX)"),
+    C("aten::max_pool3d", f(X5), [2, 2, 2]),
+    C("aten::max_pool3d", f(X5), [3, 3, 3], [2, 1, 2], [1, 1, 1], [1, 1, 1], True,
+      id="max_pool3d-ceil"),
+    C("aten::max_pool3d_with_indices", f(X5), [3, 3, 3], [2, 2, 2], [1, 1, 1], outputs=[0],
+      id="max_pool3d_with_indices-values"),
+    C("aten::max_pool3d_with_indices", f(X5), [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1], True,
+      outputs=[0], id="max_pool3d_with_indices-ceil-values"),
+    C("aten::max_pool3d_with_indices", f(X5.replace("f32", "f64")), [2, 2, 2], outputs=[0],
+      id="max_pool3d_with_indices-f64-values"),
+    C("aten::max_pool3d_with_indices", f(X5), [2, 2, 2],
+      xfail="indices are ONNX's (flattened over N*C*D*H*W), PyTorch's are per plane (docs/decompositions.md, known gaps)"),
+    C("aten::repeat_interleave.Tensor", i("i64[4]", lo=0, hi=4)),
+    C("aten::repeat_interleave.Tensor", X("i32[3]", lo=1, hi=3), id="repeat_interleave.Tensor-i32"),
+    C("aten::repeat_interleave.self_int", f("f32[2,3]"), 2),
+    C("aten::repeat_interleave.self_int", f("f32[2,3,4]"), 3, 1, id="repeat_interleave.self_int-dim1"),
+    C("aten::repeat_interleave.self_int", i("i64[2,3]"), 2, -1, id="repeat_interleave.self_int-neg-i64"),
+    C("aten::repeat_interleave.self_int", b("f32[2,3]"), 2, 0, id="repeat_interleave.self_int-bool"),
+    C("aten::repeat_interleave.self_Tensor", f("f32[3,2]"), i("i64[3]", lo=0, hi=3), 0),
+    C("aten::repeat_interleave.self_Tensor", f("f32[2,3]"), i("i64[1]", lo=2, hi=3), 1,
+      id="repeat_interleave.self_Tensor-one"),
+    C("aten::repeat_interleave.self_Tensor", i("i64[2,2]"), i("i64[4]", lo=1, hi=3),
+      id="repeat_interleave.self_Tensor-flat"),
+    C("aten::_weight_norm_interface", f("f32[4,3,2]"), f("f32[4,1,1]"), 0),
+    C("aten::_weight_norm_interface", f("f32[4,3,2]"), f("f32[1,1,2]"), 2, id="_weight_norm_interface-last"),
+    C("aten::_weight_norm_interface", f("f32[5,3]"), f("f32[1,3]"), 1, id="_weight_norm_interface-2d-last"),
+    C("aten::_weight_norm_interface", f("f64[6,2,3]"), f("f64[6,1,1]"), 0,
+      id="_weight_norm_interface-f64"),
+    C("aten::_weight_norm_interface", f("f32[4,3,2]"), f("f32[1,3,1]"), 1, ref=np_weight_norm,
+      id="_weight_norm_interface-middle"),
+])
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
