@@ -815,15 +815,20 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     def example_weights():
         # Parameters keep requires_grad so that autograd-dependent fast
         # paths (fused transformer kernels) are not taken, as torch.export.
-        return [v.clone().requires_grad_(rg) for (k, v), rg in zip(state, requires_grad)]
+        # Not with symbolic dims: torch 1.13's autograd kernels read
+        # concrete sizes (aten::cat's does), so they would fail.
+        return [v.clone().requires_grad_(rg and mode != "symbolic") for (k, v), rg in zip(state, requires_grad)]
 
     def example_inputs():
         return [t.detach().clone() for _, t in leaves]
 
     mode = "symbolic" if dyn else "real"
     prov = _Provenance(model, call_model.__code__)
-    with prov:
-        gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *example_inputs())
+    inputs = example_inputs()
+    named_dims = _NamedDimsOnly({id(t): dyn[li] for li, t in enumerate(inputs) if li in dyn},
+                                {id(t): leaves[li][0] for li, t in enumerate(inputs)})
+    with prov, (named_dims if mode == "symbolic" else _nullcontext()):
+        gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
@@ -873,6 +878,160 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     return ex
 
 
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _NamedDimsOnly:
+    """While active, make_fx's symbolic mode (torch 1.13) gives a symbol only
+    to the dims the user named, one symbol per name; every other dim of the
+    inputs, and every dim of the weights, stays a plain int.
+
+    torch 1.13 makes every dim of every traced tensor symbolic and merges dims
+    of equal example size into one symbol ("duck shaping").  Static dims then
+    reach user code as SymInts (`C ** -0.5` with C = x.size(-1) fails: SymInt
+    has no power with a float), and a weight dim that happens to equal a named
+    dim's example size would be taken for it.  Strides of the (contiguous)
+    inputs are products of their sizes, so they stay consistent."""
+
+    def __init__(self, dims_by_id, names_by_id):
+        self.dims_by_id = dims_by_id     # id(input tensor) -> {dim: name}
+        self.names_by_id = names_by_id   # id(input tensor) -> input name
+        self.current = []                # [(tensor, sizes so far)]
+        self.symbols = {}                # dim name -> (SymIntNode, example size, where)
+
+    def __enter__(self):
+        from torch._subclasses.meta_utils import MetaConverter
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        self.MetaConverter, self.ShapeEnv = MetaConverter, ShapeEnv
+        self.orig_meta_tensor = MetaConverter.meta_tensor
+        self.orig_create_symint = ShapeEnv.create_symint
+        me = self
+
+        def meta_tensor(conv, t, shape_env=None):
+            me.current.append((t, []))
+            try:
+                return me.orig_meta_tensor(conv, t, shape_env=shape_env)
+            finally:
+                me.current.pop()
+
+        def create_symint(env, name, val):
+            return me.create_symint(env, name, val)
+
+        MetaConverter.meta_tensor = meta_tensor
+        ShapeEnv.create_symint = create_symint
+        self.orig_getitem = torch.Tensor.__getitem__
+        torch.Tensor.__getitem__ = _sym_getitem(self.orig_getitem)
+        # Ops whose C++ meta kernels read concrete sizes get Python ones.
+        from torch._meta_registrations import meta_table
+        self.meta_table = meta_table
+        self.added_metas = [op for op in _SYMBOLIC_METAS if op not in meta_table]
+        for op in self.added_metas:
+            meta_table[op] = _SYMBOLIC_METAS[op]
+        return self
+
+    def __exit__(self, *exc):
+        self.MetaConverter.meta_tensor = self.orig_meta_tensor
+        self.ShapeEnv.create_symint = self.orig_create_symint
+        torch.Tensor.__getitem__ = self.orig_getitem
+        for op in self.added_metas:
+            self.meta_table.pop(op, None)
+        return False
+
+    def create_symint(self, env, name, val):
+        if not self.current:
+            return self.orig_create_symint(env, name, val)
+        t, sizes = self.current[-1]
+        kind, _, index = name.partition(".")[2].partition("(")
+        index = index.rstrip(")")
+        if kind == "size":
+            d = int(index)
+            dim_name = self.dims_by_id.get(id(t), {}).get(d)
+            v = val
+            if dim_name is not None and val >= 2:
+                v = self.symbol(env, dim_name, val, (self.names_by_id.get(id(t)), d))
+            sizes.append(v)
+            return v
+        if kind == "stride" and any(not isinstance(x, int) for x in sizes) \
+                and t.is_contiguous():
+            d = int(index)
+            v = 1
+            for x in sizes[d + 1:]:
+                v = x * v
+            return v
+        return val
+
+    def symbol(self, env, dim_name, val, where):
+        import sympy
+        from torch.fx.experimental.symbolic_shapes import PySymInt
+        have = self.symbols.get(dim_name)
+        if have is not None:
+            if have[1] != val:
+                raise ExportError(
+                    "dynamic dim %r is dim %d of input %r (example size %d) and dim %d of "
+                    "input %r (example size %d): dims with one name must have one size"
+                    % (dim_name, have[2][1], have[2][0], have[1], where[1], where[0], val))
+            return have[0]
+        sym = sympy.Symbol("s%d" % len(self.symbols), positive=True, integer=True)
+        node = torch.SymIntNode.new_symint(PySymInt(sym, env))
+        env.var_to_val[sym] = sympy.Integer(val)
+        self.symbols[dim_name] = (node, val, where)
+        return node
+
+
+def _cat_meta(tensors, dim=0):
+    # torch's legacy rule: 1-D empty tensors take no part in the shape.
+    parts = [t for t in tensors if not (t.dim() == 1 and isinstance(t.shape[0], int)
+                                        and t.shape[0] == 0)] or list(tensors)
+    ref = parts[0]
+    dim = dim % ref.dim() if ref.dim() else 0
+    size = list(ref.shape)
+    total = 0
+    for t in parts:
+        total = t.shape[dim] + total
+    size[dim] = total
+    dtype = ref.dtype
+    for t in parts[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    return ref.new_empty(size, dtype=dtype)
+
+
+def _symbolic_metas():
+    aten = torch.ops.aten
+    return {aten.cat.default: _cat_meta}
+
+
+_SYMBOLIC_METAS = _symbolic_metas()
+
+
+def _sym_getitem(orig):
+    """Tensor indexing where slice bounds are SymInts (`mask[:T, :T]` with
+    T = x.size(1) a dynamic dim): torch 1.13's indexing wants __index__,
+    which SymInts lack, so such an index of slices (and Ellipsis-free) is
+    taken as one aten::slice per dim."""
+    def getitem(self, index):
+        items = index if isinstance(index, tuple) else (index,)
+        if not any(isinstance(i, slice) and any(_is_symbolic(b) for b in
+                                                (i.start, i.stop, i.step))
+                   for i in items):
+            return orig(self, index)
+        if not all(isinstance(i, slice) for i in items):
+            raise ExportError("indexing with dynamic bounds supports slices only (got %r)"
+                              % (index,))
+        out = self
+        for d, i in enumerate(items):
+            if i.start is None and i.stop is None and i.step is None:
+                continue
+            out = torch.ops.aten.slice.Tensor(out, d, i.start, i.stop,
+                                              1 if i.step is None else i.step)
+        return out
+    return getitem
+
+
 def _reuse_weight_placeholders(gm, model, ph_by_key):
     """Modules that read their weights through another reference than the
     attribute functional_call swaps (nn.LSTM's _flat_weights) leave them in
@@ -916,6 +1075,19 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
         seen.add(str(expr))
         if _guard_holds_generally(expr, value, syms, ex.dims.names):
             continue
+        pinned = _pinned_dims(expr, value, syms, ex.dims.names, env)
+        if pinned:
+            sym, size = pinned[0]
+            name = ex.dims.names[sym]
+            where = [(leaves[li][0], d) for li, dims in dyn.items()
+                     for d, n in dims.items() if n == name]
+            raise ExportError(
+                "dynamic dim %r (%s) was specialized to its example size %d: the model's "
+                "code depends on it being exactly %d (%s), so the graph would be valid at "
+                "that size only. Leave %r out of dynamic_shapes, or change the model so "
+                "that it does not need the exact size (for example reshape with -1)"
+                % (name, ", ".join("dim %d of input %r" % (d, i) for i, d in where),
+                   size, size, _guard_text(expr, value, syms, ex.dims.names), name))
         text = str(expr)
         for sym in syms:
             v = ex.dims.names.get(sym)
@@ -923,6 +1095,48 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
                 text = text.replace(sym, str(v))
         print("fxir_export: warning: the graph is valid only where %s is %s"
               % (text, value), file=sys.stderr)
+
+
+def _guard_text(expr, value, syms, names):
+    text = str(expr)
+    for sym in syms:
+        v = names.get(sym)
+        if v is not None:
+            text = text.replace(sym, str(v))
+    return "%s is %s" % (text, value)
+
+
+def _pinned_dims(expr, value, syms, names, env):
+    """[(symbol name, example size)] of the named dims that the guard
+    allows at their example size only (other dims at their example sizes)."""
+    var_to_val = getattr(env, "var_to_val", {}) or {}
+    example = {}
+    for sname, sym in syms.items():
+        v = names.get(sname)
+        example[sym] = v if isinstance(v, int) else var_to_val.get(sym)
+    if any(v is None for v in example.values()):
+        return []
+    pinned = []
+    for sname, sym in syms.items():
+        if not isinstance(names.get(sname), str):
+            continue
+        size = int(example[sym])
+        alive = False
+        for other in (2, 3, 5, 8, 17, 64, 1000, size - 1, size + 1, 2 * size):
+            if other < 2 or other == size:
+                continue
+            subs = dict(example)
+            subs[sym] = other
+            try:
+                if bool(expr.subs(subs)) == bool(value):
+                    alive = True
+                    break
+            except (TypeError, ValueError):
+                alive = True
+                break
+        if not alive:
+            pinned.append((sname, size))
+    return pinned
 
 
 def _guard_holds_generally(expr, value, syms, names):
