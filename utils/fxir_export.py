@@ -466,6 +466,8 @@ class _Export:
         self.dims = _Dims()
         self.root_class = None
         self.source_root = os.getcwd()
+        self.output_names = []   # user's names of the outputs, in order (may be short)
+        self.output_dims = {}    # output index -> {dim: name}
 
 
 def _node_types(node):
@@ -548,8 +550,54 @@ class _Printer:
     def __init__(self, ex):
         self.ex = ex
         self.names = {}     # FX node -> printed value name ("%x")
-        self.used = set()
+        self.used = set(n for n in ex.output_names if n)
         self.lines = []
+        # Computed values that are outputs take the user's output names;
+        # an output that is an input or is returned twice gets a copy.
+        self.wanted = {}    # FX node -> output name
+        self.copies = []    # (output index, output name)
+        self.typed = {}     # FX node -> its type text with the output's dim names
+        for i, o in enumerate(ex.outputs):
+            want = ex.output_names[i] if i < len(ex.output_names) else None
+            if not isinstance(o, torch.fx.Node):
+                continue
+            if want and (o.op == "placeholder" or o in self.wanted):
+                self.copies.append((i, want))
+            elif want:
+                self.wanted[o] = want
+            if i in ex.output_dims and o not in self.typed:
+                self.typed[o] = self.output_type(i, o)
+
+    def name_for(self, node):
+        want = self.wanted.get(node)
+        if want is not None:
+            return want
+        return self.fresh(node.name)
+
+    def type_for(self, node, val):
+        t = self.typed.get(node)
+        return t if t is not None else _type_of(val, self.ex.dims)
+
+    def output_type(self, i, node):
+        """The output's type with the dims named by dynamic_axes."""
+        ex = self.ex
+        v = _node_types(node)
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        if shape is None or dtype is None:
+            return _type_of(v, ex.dims)
+        dims = [ex.dims.dim(d) for d in shape]
+        for d, name in sorted(ex.output_dims[i].items()):
+            label = ex.output_names[i] if i < len(ex.output_names) else "output %d" % i
+            if not -len(dims) <= d < len(dims):
+                raise ExportError("dynamic_axes: output %r has %d dims, no dim %d"
+                                  % (label, len(dims), d))
+            if isinstance(shape[d], int):
+                print("fxir_export: warning: dynamic_axes names dim %d of output %r %r, but "
+                      "the traced graph has it static (%d); name an input dim it depends on"
+                      % (d, label, name, shape[d]), file=sys.stderr)
+                continue
+            dims[d] = _dim_ident(name)
+        return "%s[%s]" % (_fx_dtype(dtype), ",".join(dims))
 
     def fresh(self, want):
         base = want or "v"
@@ -661,8 +709,15 @@ class _Printer:
             if not isinstance(o, torch.fx.Node):
                 raise ExportError("model output %r is a constant, not a computed value" % (o,))
         outs = [self.arg(o) for o in ex.outputs]
-        out_types = [_type_of(_node_types(o), ex.dims) if isinstance(o, torch.fx.Node) else "?"
+        out_types = [self.type_for(o, _node_types(o)) if isinstance(o, torch.fx.Node) else "?"
                      for o in ex.outputs]
+        for i, want in self.copies:
+            o = ex.outputs[i]
+            ty = (self.output_type(i, o) if i in ex.output_dims
+                  else _type_of(_node_types(o), ex.dims))
+            body.append("%s = aten::clone(%s) : %s" % (_value_name(want), outs[i], ty))
+            outs[i] = _value_name(want)
+            out_types[i] = ty
         lines = ["graph @forward(%s) -> (%s) {" % (", ".join(inputs), ", ".join(out_types))]
         lines += ["  " + d for d in decls]
         lines += ["  " + b for b in body]
@@ -690,9 +745,9 @@ class _Printer:
         if n == 0:
             text = call
         elif not multi:
-            vname = _value_name(self.fresh(node.name))
+            vname = _value_name(self.name_for(node))
             self.names[node] = vname
-            text = "%s = %s : %s" % (vname, call, _type_of(val, ex.dims))
+            text = "%s = %s : %s" % (vname, call, self.type_for(node, val))
         else:
             results = [None] * n
             types = ["?"] * n
@@ -701,12 +756,16 @@ class _Printer:
                     i = u.args[1]
                     getitems.add(u)
                     if results[i] is None:
-                        results[i] = _value_name(self.fresh(u.name))
-                        types[i] = _type_of(_node_types(u), ex.dims)
+                        results[i] = _value_name(self.name_for(u))
+                        types[i] = self.type_for(u, _node_types(u))
                     self.names[u] = results[i]
             if _is_multi(val):
                 for i, v in enumerate(val):
-                    if v is not None:
+                    if v is not None and results[i] is not None:
+                        u = next((u for u in node.users if _is_getitem(u) and u.args[1] == i),
+                                 None)
+                        types[i] = self.type_for(u, v) if u is not None else _type_of(v, ex.dims)
+                    elif v is not None:
                         types[i] = _type_of(v, ex.dims)
             for i in range(n):
                 if results[i] is None:
@@ -1294,7 +1353,7 @@ def _parse_stack_trace(text):
 # entry point
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
-           source_root=None):
+           source_root=None, input_names=None, output_names=None, dynamic_axes=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -1309,15 +1368,44 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     aten::copy_ nodes at the end of the graph.
     source_root: file paths in loc()/trace() are written relative to it
     (default: the current directory).
+    input_names, output_names: names of the graph's inputs and outputs, in
+    the order of the flattened inputs and outputs (as torch.onnx.export);
+    a shorter list names the first ones.
+    dynamic_axes: torch.onnx.export's form, keyed by input or output name:
+    {"x": {0: "batch"}} or {"x": [0]} (automatic names "x_dynamic_axes_1",
+    ...).  Output entries name the output's dims.  Give it or
+    dynamic_shapes, not both.
     """
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    input_names = list(input_names or [])
+    output_names = list(output_names or [])
+    leaf_names = []
+    for n, v, _ in _bind_inputs(model, args, kwargs):
+        _flatten(n, v, leaf_names)
+    leaf_names = [n for n, _ in leaf_names]
+    renamed = _check_names(input_names, output_names, leaf_names)
+    output_dims = {}
+    if dynamic_axes:
+        if dynamic_shapes:
+            raise ExportError("give dynamic_shapes or dynamic_axes, not both")
+        dynamic_shapes, output_dims = _from_dynamic_axes(dynamic_axes, renamed, output_names)
     if _torch_version() >= (2, 1) and hasattr(torch, "export"):
         ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace)
     else:
         ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
     if not hasattr(ex, "weights_const"):
         ex.weights_const = {}
+    if input_names:
+        by_leaf = {old: new for new, old in renamed.items()}
+        for node, (kind, key) in list(ex.placeholders.items()):
+            if kind == "input" and key in by_leaf:
+                ex.placeholders[node] = (kind, by_leaf[key])
+    if len(output_names) > len(ex.outputs):
+        raise ExportError("output_names has %d names, the model has %d outputs"
+                          % (len(output_names), len(ex.outputs)))
+    ex.output_names = output_names
+    ex.output_dims = output_dims
     ex.module_name = type(model).__name__
     cls = type(model)
     ex.root_class = "%s.%s" % (cls.__module__, cls.__qualname__)
@@ -1333,6 +1421,49 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
         f.write(text)
     os.replace(tmp, path)
     return text
+
+
+def _check_names(input_names, output_names, leaf_names):
+    """{graph input name: flattened leaf name}, after checking the user's
+    names: no more than there are inputs, no duplicates, no clashes."""
+    if len(input_names) > len(leaf_names):
+        raise ExportError("input_names has %d names, the model has %d tensor inputs (%s)"
+                          % (len(input_names), len(leaf_names), ", ".join(leaf_names)))
+    final = list(input_names) + leaf_names[len(input_names):]
+    for n in list(input_names) + list(output_names):
+        if not isinstance(n, str) or not n:
+            raise ExportError("input and output names must be non-empty strings, not %r" % (n,))
+    seen = set()
+    for n in final + list(output_names):
+        if n in seen:
+            raise ExportError("name %r is given to two graph inputs or outputs" % n)
+        seen.add(n)
+    return dict(zip(final, leaf_names))
+
+
+def _from_dynamic_axes(dynamic_axes, renamed, output_names):
+    """torch.onnx.export's dynamic_axes as (dynamic_shapes keyed by flattened
+    input name, {output index: {dim: name}})."""
+    shapes, outs = {}, {}
+    leaves = set(renamed.values())
+    for key, spec in dynamic_axes.items():
+        if isinstance(spec, (list, tuple)):
+            spec = {d: "%s_dynamic_axes_%d" % (key, i + 1) for i, d in enumerate(spec)}
+        if not isinstance(spec, dict) or not all(isinstance(d, int) for d in spec):
+            raise ExportError("dynamic_axes[%r]: want {dim: name} or [dim, ...], not %r"
+                              % (key, spec))
+        spec = {d: _dim_name(n) for d, n in spec.items()}
+        if key in renamed:
+            shapes[renamed[key]] = spec
+        elif key in leaves:
+            shapes[key] = spec
+        elif key in output_names:
+            outs[output_names.index(key)] = spec
+        else:
+            raise ExportError("dynamic_axes: %r is neither an input name (%s) nor an output "
+                              "name (%s)" % (key, ", ".join(renamed) or "none",
+                                             ", ".join(output_names) or "none"))
+    return shapes, outs
 
 
 # ---------------------------------------------------------------------------
