@@ -1125,7 +1125,7 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
                     % (d, leaves[li][0], name, sd))
             if sd is not None and hasattr(sd, "get_pyobj"):
                 env = getattr(sd.get_pyobj(), "shape_env", env)
-    seen = set()
+    seen, said = set(), set()
     for guard in getattr(env, "guards", []) or []:
         expr, value = guard[0], guard[1]
         syms = {str(s): s for s in getattr(expr, "free_symbols", ())}
@@ -1147,13 +1147,25 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
                 "that it does not need the exact size (for example reshape with -1)"
                 % (name, ", ".join("dim %d of input %r" % (d, i) for i, d in where),
                    size, size, _guard_text(expr, value, syms, ex.dims.names), name))
-        text = str(expr)
-        for sym in syms:
-            v = ex.dims.names.get(sym)
-            if v is not None:
-                text = text.replace(sym, str(v))
-        print("fxir_export: warning: the graph is valid only where %s is %s"
-              % (text, value), file=sys.stderr)
+        text = _condition_text(expr, value, syms, ex.dims.names)
+        if text in said:
+            continue
+        said.add(text)
+        print("fxir_export: warning: the graph is valid only where %s" % text, file=sys.stderr)
+
+
+def _condition_text(expr, value, syms, names):
+    """The condition a guard puts on the dims, simplified and in the user's
+    names: `seq < 256` for `seq >= 256` being False."""
+    try:
+        import sympy
+        cond = expr if bool(value) else sympy.Not(expr)
+        cond = sympy.simplify(cond)
+        subs = {sym: sympy.Symbol(names[s]) for s, sym in syms.items()
+                if isinstance(names.get(s), str)}
+        return str(cond.subs(subs) if subs else cond)
+    except Exception:   # noqa: BLE001 (any sympy failure: say it as it is)
+        return _guard_text(expr, value, syms, names)
 
 
 def _guard_text(expr, value, syms, names):
