@@ -24,6 +24,7 @@ Command line: see `fxir_export.py --help`.
 """
 
 import argparse
+import functools
 import importlib.util
 import inspect
 import json
@@ -151,28 +152,22 @@ def write_safetensors(path, tensors, metadata=None):
 # ---------------------------------------------------------------------------
 # printing literals
 
+def _quote_table():
+    table = {ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t",
+             ord("\r"): "\\r"}
+    for o in list(range(0x20)) + [0x7f]:
+        table.setdefault(o, "\\x%02x" % o)
+    for o in range(0xd800, 0xe000):
+        table[o] = "?"   # lone surrogate: not valid UTF-8
+    return table
+
+
+_QUOTE_TABLE = _quote_table()
+
+
 def _quote(s):
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif o < 0x20 or o == 0x7f:
-            out.append("\\x%02x" % o)
-        elif 0xd800 <= o <= 0xdfff:
-            out.append("?")  # lone surrogate: not valid UTF-8
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    """s as a .fxir string literal (one C-level pass: str.translate)."""
+    return '"' + s.translate(_QUOTE_TABLE) + '"'
 
 
 def _float(x):
@@ -286,6 +281,7 @@ class _Provenance:
         self.stack = []
         self.handles = []
         self.info = {}
+        self.user_file = {}   # code object -> its absolute file name, None when not user code
         for path, mod in root.named_modules(remove_duplicate=False):
             if id(mod) not in self.info:
                 cls = type(mod)
@@ -325,11 +321,18 @@ class _Provenance:
         """(file, line, function) of user frames, outermost first."""
         frames = []
         f = sys._getframe(2)
+        user = self.user_file
         while f is not None and f.f_code is not self.stop_code:
-            fn = os.path.abspath(f.f_code.co_filename)
-            if not (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE
-                    or fn.startswith(_STDLIB_DIR) or f.f_code.co_filename.startswith("<")):
-                frames.append((fn, f.f_lineno, f.f_code.co_name))
+            code = f.f_code
+            fn = user.get(code, False)
+            if fn is False:
+                fn = os.path.abspath(code.co_filename)
+                if (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE
+                        or fn.startswith(_STDLIB_DIR) or code.co_filename.startswith("<")):
+                    fn = None
+                user[code] = fn
+            if fn is not None:
+                frames.append((fn, f.f_lineno, code.co_name))
             f = f.f_back
         if f is None:
             return []   # not inside the traced call
@@ -337,11 +340,20 @@ class _Provenance:
         return frames
 
 
+@functools.lru_cache(maxsize=None)
+def _short_path_cached(fn, source_root, sys_path):
+    return _short_path_uncached(fn, source_root, sys_path)
+
+
 def _short_path(fn, source_root):
     """A path without the machine's layout: relative to source_root, or to
     the sys.path entry it was imported from; else absolute."""
+    return _short_path_cached(fn, source_root, tuple(sys.path))
+
+
+def _short_path_uncached(fn, source_root, sys_path):
     fn = os.path.abspath(fn)
-    roots = [source_root] + sorted((p for p in sys.path if p), key=len, reverse=True)
+    roots = [source_root] + sorted((p for p in sys_path if p), key=len, reverse=True)
     for r in roots:
         r = os.path.abspath(r)
         if fn.startswith(r + os.sep):
@@ -552,6 +564,8 @@ class _Printer:
         self.names = {}     # FX node -> printed value name ("%x")
         self.used = set(n for n in ex.output_names if n)
         self.lines = []
+        self.frames = {}    # (file, line, function) -> its trace text
+        self.traces = {}    # tuple of frames -> trace(...) text
         # Computed values that are outputs take the user's output names;
         # an output that is an input or is returned twice gets a copy.
         self.wanted = {}    # FX node -> output name
@@ -650,14 +664,25 @@ class _Printer:
         if frames:
             fn, line, _ = frames[-1]
             out.append("loc(%s:%d)" % (_quote(_short_path(fn, ex.source_root)), line))
-            text = []
-            for fn, line, func in frames:
-                text.append('File "%s", line %d, in %s' % (_short_path(fn, ex.source_root), line, func))
-                src = linecache.getline(fn, line).strip()
-                if src:
-                    text.append("    " + src)
-            out.append("trace(" + _quote("\n".join(text)) + ")")
+            key = tuple(frames)
+            trace = self.traces.get(key)
+            if trace is None:
+                trace = "trace(" + _quote("\n".join(self.frame_text(f) for f in frames)) + ")"
+                self.traces[key] = trace
+            out.append(trace)
         return out
+
+    def frame_text(self, frame):
+        """One frame of a trace(...): the File line and the source line."""
+        text = self.frames.get(frame)
+        if text is None:
+            fn, line, func = frame
+            text = 'File "%s", line %d, in %s' % (_short_path(fn, self.ex.source_root), line, func)
+            src = linecache.getline(fn, line).strip()
+            if src:
+                text += "\n    " + src
+            self.frames[frame] = text
+        return text
 
     def emit_graph(self):
         ex = self.ex
@@ -895,9 +920,9 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
         if (node.op == "call_function" and node.target is torch.ops.aten.detach.default
                 and not node.users):
             gm.graph.erase_node(node)
-    gm.recompile()
 
     if mode == "real":
+        gm.recompile()   # ShapeProp runs the module: its code must match the graph
         # make_fx leaves multi-result nodes without metadata; ShapeProp
         # records every result, including the length of Tensor[] results.
         from torch.fx.passes.shape_prop import ShapeProp
@@ -1107,7 +1132,8 @@ def _reuse_weight_placeholders(gm, model, ph_by_key):
         if isinstance(t, torch.Tensor) and ident(t) in orig:
             node.replace_all_uses_with(ph_by_key[orig[ident(t)]])
             gm.graph.erase_node(node)
-    gm.recompile()
+    # The graph is only read from here on: no recompile (it costs as much as
+    # printing the whole program).
 
 
 def _check_dynamic(ex, phs, nweights, dyn, leaves):
