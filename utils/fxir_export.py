@@ -24,6 +24,7 @@ Command line: see `fxir_export.py --help`.
 """
 
 import argparse
+import functools
 import importlib.util
 import inspect
 import json
@@ -151,28 +152,22 @@ def write_safetensors(path, tensors, metadata=None):
 # ---------------------------------------------------------------------------
 # printing literals
 
+def _quote_table():
+    table = {ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t",
+             ord("\r"): "\\r"}
+    for o in list(range(0x20)) + [0x7f]:
+        table.setdefault(o, "\\x%02x" % o)
+    for o in range(0xd800, 0xe000):
+        table[o] = "?"   # lone surrogate: not valid UTF-8
+    return table
+
+
+_QUOTE_TABLE = _quote_table()
+
+
 def _quote(s):
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif o < 0x20 or o == 0x7f:
-            out.append("\\x%02x" % o)
-        elif 0xd800 <= o <= 0xdfff:
-            out.append("?")  # lone surrogate: not valid UTF-8
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    """s as a .fxir string literal (one C-level pass: str.translate)."""
+    return '"' + s.translate(_QUOTE_TABLE) + '"'
 
 
 def _float(x):
@@ -286,6 +281,7 @@ class _Provenance:
         self.stack = []
         self.handles = []
         self.info = {}
+        self.user_file = {}   # code object -> its absolute file name, None when not user code
         for path, mod in root.named_modules(remove_duplicate=False):
             if id(mod) not in self.info:
                 cls = type(mod)
@@ -325,11 +321,18 @@ class _Provenance:
         """(file, line, function) of user frames, outermost first."""
         frames = []
         f = sys._getframe(2)
+        user = self.user_file
         while f is not None and f.f_code is not self.stop_code:
-            fn = os.path.abspath(f.f_code.co_filename)
-            if not (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE
-                    or fn.startswith(_STDLIB_DIR) or f.f_code.co_filename.startswith("<")):
-                frames.append((fn, f.f_lineno, f.f_code.co_name))
+            code = f.f_code
+            fn = user.get(code, False)
+            if fn is False:
+                fn = os.path.abspath(code.co_filename)
+                if (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE
+                        or fn.startswith(_STDLIB_DIR) or code.co_filename.startswith("<")):
+                    fn = None
+                user[code] = fn
+            if fn is not None:
+                frames.append((fn, f.f_lineno, code.co_name))
             f = f.f_back
         if f is None:
             return []   # not inside the traced call
@@ -337,11 +340,20 @@ class _Provenance:
         return frames
 
 
+@functools.lru_cache(maxsize=None)
+def _short_path_cached(fn, source_root, sys_path):
+    return _short_path_uncached(fn, source_root, sys_path)
+
+
 def _short_path(fn, source_root):
     """A path without the machine's layout: relative to source_root, or to
     the sys.path entry it was imported from; else absolute."""
+    return _short_path_cached(fn, source_root, tuple(sys.path))
+
+
+def _short_path_uncached(fn, source_root, sys_path):
     fn = os.path.abspath(fn)
-    roots = [source_root] + sorted((p for p in sys.path if p), key=len, reverse=True)
+    roots = [source_root] + sorted((p for p in sys_path if p), key=len, reverse=True)
     for r in roots:
         r = os.path.abspath(r)
         if fn.startswith(r + os.sep):
@@ -466,6 +478,8 @@ class _Export:
         self.dims = _Dims()
         self.root_class = None
         self.source_root = os.getcwd()
+        self.output_names = []   # user's names of the outputs, in order (may be short)
+        self.output_dims = {}    # output index -> {dim: name}
 
 
 def _node_types(node):
@@ -548,8 +562,56 @@ class _Printer:
     def __init__(self, ex):
         self.ex = ex
         self.names = {}     # FX node -> printed value name ("%x")
-        self.used = set()
+        self.used = set(n for n in ex.output_names if n)
         self.lines = []
+        self.frames = {}    # (file, line, function) -> its trace text
+        self.traces = {}    # tuple of frames -> trace(...) text
+        # Computed values that are outputs take the user's output names;
+        # an output that is an input or is returned twice gets a copy.
+        self.wanted = {}    # FX node -> output name
+        self.copies = []    # (output index, output name)
+        self.typed = {}     # FX node -> its type text with the output's dim names
+        for i, o in enumerate(ex.outputs):
+            want = ex.output_names[i] if i < len(ex.output_names) else None
+            if not isinstance(o, torch.fx.Node):
+                continue
+            if want and (o.op == "placeholder" or o in self.wanted):
+                self.copies.append((i, want))
+            elif want:
+                self.wanted[o] = want
+            if i in ex.output_dims and o not in self.typed:
+                self.typed[o] = self.output_type(i, o)
+
+    def name_for(self, node):
+        want = self.wanted.get(node)
+        if want is not None:
+            return want
+        return self.fresh(node.name)
+
+    def type_for(self, node, val):
+        t = self.typed.get(node)
+        return t if t is not None else _type_of(val, self.ex.dims)
+
+    def output_type(self, i, node):
+        """The output's type with the dims named by dynamic_axes."""
+        ex = self.ex
+        v = _node_types(node)
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        if shape is None or dtype is None:
+            return _type_of(v, ex.dims)
+        dims = [ex.dims.dim(d) for d in shape]
+        for d, name in sorted(ex.output_dims[i].items()):
+            label = ex.output_names[i] if i < len(ex.output_names) else "output %d" % i
+            if not -len(dims) <= d < len(dims):
+                raise ExportError("dynamic_axes: output %r has %d dims, no dim %d"
+                                  % (label, len(dims), d))
+            if isinstance(shape[d], int):
+                print("fxir_export: warning: dynamic_axes names dim %d of output %r %r, but "
+                      "the traced graph has it static (%d); name an input dim it depends on"
+                      % (d, label, name, shape[d]), file=sys.stderr)
+                continue
+            dims[d] = _dim_ident(name)
+        return "%s[%s]" % (_fx_dtype(dtype), ",".join(dims))
 
     def fresh(self, want):
         base = want or "v"
@@ -602,14 +664,25 @@ class _Printer:
         if frames:
             fn, line, _ = frames[-1]
             out.append("loc(%s:%d)" % (_quote(_short_path(fn, ex.source_root)), line))
-            text = []
-            for fn, line, func in frames:
-                text.append('File "%s", line %d, in %s' % (_short_path(fn, ex.source_root), line, func))
-                src = linecache.getline(fn, line).strip()
-                if src:
-                    text.append("    " + src)
-            out.append("trace(" + _quote("\n".join(text)) + ")")
+            key = tuple(frames)
+            trace = self.traces.get(key)
+            if trace is None:
+                trace = "trace(" + _quote("\n".join(self.frame_text(f) for f in frames)) + ")"
+                self.traces[key] = trace
+            out.append(trace)
         return out
+
+    def frame_text(self, frame):
+        """One frame of a trace(...): the File line and the source line."""
+        text = self.frames.get(frame)
+        if text is None:
+            fn, line, func = frame
+            text = 'File "%s", line %d, in %s' % (_short_path(fn, self.ex.source_root), line, func)
+            src = linecache.getline(fn, line).strip()
+            if src:
+                text += "\n    " + src
+            self.frames[frame] = text
+        return text
 
     def emit_graph(self):
         ex = self.ex
@@ -661,8 +734,15 @@ class _Printer:
             if not isinstance(o, torch.fx.Node):
                 raise ExportError("model output %r is a constant, not a computed value" % (o,))
         outs = [self.arg(o) for o in ex.outputs]
-        out_types = [_type_of(_node_types(o), ex.dims) if isinstance(o, torch.fx.Node) else "?"
+        out_types = [self.type_for(o, _node_types(o)) if isinstance(o, torch.fx.Node) else "?"
                      for o in ex.outputs]
+        for i, want in self.copies:
+            o = ex.outputs[i]
+            ty = (self.output_type(i, o) if i in ex.output_dims
+                  else _type_of(_node_types(o), ex.dims))
+            body.append("%s = aten::clone(%s) : %s" % (_value_name(want), outs[i], ty))
+            outs[i] = _value_name(want)
+            out_types[i] = ty
         lines = ["graph @forward(%s) -> (%s) {" % (", ".join(inputs), ", ".join(out_types))]
         lines += ["  " + d for d in decls]
         lines += ["  " + b for b in body]
@@ -690,9 +770,9 @@ class _Printer:
         if n == 0:
             text = call
         elif not multi:
-            vname = _value_name(self.fresh(node.name))
+            vname = _value_name(self.name_for(node))
             self.names[node] = vname
-            text = "%s = %s : %s" % (vname, call, _type_of(val, ex.dims))
+            text = "%s = %s : %s" % (vname, call, self.type_for(node, val))
         else:
             results = [None] * n
             types = ["?"] * n
@@ -701,12 +781,16 @@ class _Printer:
                     i = u.args[1]
                     getitems.add(u)
                     if results[i] is None:
-                        results[i] = _value_name(self.fresh(u.name))
-                        types[i] = _type_of(_node_types(u), ex.dims)
+                        results[i] = _value_name(self.name_for(u))
+                        types[i] = self.type_for(u, _node_types(u))
                     self.names[u] = results[i]
             if _is_multi(val):
                 for i, v in enumerate(val):
-                    if v is not None:
+                    if v is not None and results[i] is not None:
+                        u = next((u for u in node.users if _is_getitem(u) and u.args[1] == i),
+                                 None)
+                        types[i] = self.type_for(u, v) if u is not None else _type_of(v, ex.dims)
+                    elif v is not None:
                         types[i] = _type_of(v, ex.dims)
             for i in range(n):
                 if results[i] is None:
@@ -815,15 +899,20 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     def example_weights():
         # Parameters keep requires_grad so that autograd-dependent fast
         # paths (fused transformer kernels) are not taken, as torch.export.
-        return [v.clone().requires_grad_(rg) for (k, v), rg in zip(state, requires_grad)]
+        # Not with symbolic dims: torch 1.13's autograd kernels read
+        # concrete sizes (aten::cat's does), so they would fail.
+        return [v.clone().requires_grad_(rg and mode != "symbolic") for (k, v), rg in zip(state, requires_grad)]
 
     def example_inputs():
         return [t.detach().clone() for _, t in leaves]
 
     mode = "symbolic" if dyn else "real"
     prov = _Provenance(model, call_model.__code__)
-    with prov:
-        gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *example_inputs())
+    inputs = example_inputs()
+    named_dims = _NamedDimsOnly({id(t): dyn[li] for li, t in enumerate(inputs) if li in dyn},
+                                {id(t): leaves[li][0] for li, t in enumerate(inputs)})
+    with prov, (named_dims if mode == "symbolic" else _nullcontext()):
+        gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
@@ -831,9 +920,9 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
         if (node.op == "call_function" and node.target is torch.ops.aten.detach.default
                 and not node.users):
             gm.graph.erase_node(node)
-    gm.recompile()
 
     if mode == "real":
+        gm.recompile()   # ShapeProp runs the module: its code must match the graph
         # make_fx leaves multi-result nodes without metadata; ShapeProp
         # records every result, including the length of Tensor[] results.
         from torch.fx.passes.shape_prop import ShapeProp
@@ -873,6 +962,160 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     return ex
 
 
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _NamedDimsOnly:
+    """While active, make_fx's symbolic mode (torch 1.13) gives a symbol only
+    to the dims the user named, one symbol per name; every other dim of the
+    inputs, and every dim of the weights, stays a plain int.
+
+    torch 1.13 makes every dim of every traced tensor symbolic and merges dims
+    of equal example size into one symbol ("duck shaping").  Static dims then
+    reach user code as SymInts (`C ** -0.5` with C = x.size(-1) fails: SymInt
+    has no power with a float), and a weight dim that happens to equal a named
+    dim's example size would be taken for it.  Strides of the (contiguous)
+    inputs are products of their sizes, so they stay consistent."""
+
+    def __init__(self, dims_by_id, names_by_id):
+        self.dims_by_id = dims_by_id     # id(input tensor) -> {dim: name}
+        self.names_by_id = names_by_id   # id(input tensor) -> input name
+        self.current = []                # [(tensor, sizes so far)]
+        self.symbols = {}                # dim name -> (SymIntNode, example size, where)
+
+    def __enter__(self):
+        from torch._subclasses.meta_utils import MetaConverter
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        self.MetaConverter, self.ShapeEnv = MetaConverter, ShapeEnv
+        self.orig_meta_tensor = MetaConverter.meta_tensor
+        self.orig_create_symint = ShapeEnv.create_symint
+        me = self
+
+        def meta_tensor(conv, t, shape_env=None):
+            me.current.append((t, []))
+            try:
+                return me.orig_meta_tensor(conv, t, shape_env=shape_env)
+            finally:
+                me.current.pop()
+
+        def create_symint(env, name, val):
+            return me.create_symint(env, name, val)
+
+        MetaConverter.meta_tensor = meta_tensor
+        ShapeEnv.create_symint = create_symint
+        self.orig_getitem = torch.Tensor.__getitem__
+        torch.Tensor.__getitem__ = _sym_getitem(self.orig_getitem)
+        # Ops whose C++ meta kernels read concrete sizes get Python ones.
+        from torch._meta_registrations import meta_table
+        self.meta_table = meta_table
+        self.added_metas = [op for op in _SYMBOLIC_METAS if op not in meta_table]
+        for op in self.added_metas:
+            meta_table[op] = _SYMBOLIC_METAS[op]
+        return self
+
+    def __exit__(self, *exc):
+        self.MetaConverter.meta_tensor = self.orig_meta_tensor
+        self.ShapeEnv.create_symint = self.orig_create_symint
+        torch.Tensor.__getitem__ = self.orig_getitem
+        for op in self.added_metas:
+            self.meta_table.pop(op, None)
+        return False
+
+    def create_symint(self, env, name, val):
+        if not self.current:
+            return self.orig_create_symint(env, name, val)
+        t, sizes = self.current[-1]
+        kind, _, index = name.partition(".")[2].partition("(")
+        index = index.rstrip(")")
+        if kind == "size":
+            d = int(index)
+            dim_name = self.dims_by_id.get(id(t), {}).get(d)
+            v = val
+            if dim_name is not None and val >= 2:
+                v = self.symbol(env, dim_name, val, (self.names_by_id.get(id(t)), d))
+            sizes.append(v)
+            return v
+        if kind == "stride" and any(not isinstance(x, int) for x in sizes) \
+                and t.is_contiguous():
+            d = int(index)
+            v = 1
+            for x in sizes[d + 1:]:
+                v = x * v
+            return v
+        return val
+
+    def symbol(self, env, dim_name, val, where):
+        import sympy
+        from torch.fx.experimental.symbolic_shapes import PySymInt
+        have = self.symbols.get(dim_name)
+        if have is not None:
+            if have[1] != val:
+                raise ExportError(
+                    "dynamic dim %r is dim %d of input %r (example size %d) and dim %d of "
+                    "input %r (example size %d): dims with one name must have one size"
+                    % (dim_name, have[2][1], have[2][0], have[1], where[1], where[0], val))
+            return have[0]
+        sym = sympy.Symbol("s%d" % len(self.symbols), positive=True, integer=True)
+        node = torch.SymIntNode.new_symint(PySymInt(sym, env))
+        env.var_to_val[sym] = sympy.Integer(val)
+        self.symbols[dim_name] = (node, val, where)
+        return node
+
+
+def _cat_meta(tensors, dim=0):
+    # torch's legacy rule: 1-D empty tensors take no part in the shape.
+    parts = [t for t in tensors if not (t.dim() == 1 and isinstance(t.shape[0], int)
+                                        and t.shape[0] == 0)] or list(tensors)
+    ref = parts[0]
+    dim = dim % ref.dim() if ref.dim() else 0
+    size = list(ref.shape)
+    total = 0
+    for t in parts:
+        total = t.shape[dim] + total
+    size[dim] = total
+    dtype = ref.dtype
+    for t in parts[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    return ref.new_empty(size, dtype=dtype)
+
+
+def _symbolic_metas():
+    aten = torch.ops.aten
+    return {aten.cat.default: _cat_meta}
+
+
+_SYMBOLIC_METAS = _symbolic_metas()
+
+
+def _sym_getitem(orig):
+    """Tensor indexing where slice bounds are SymInts (`mask[:T, :T]` with
+    T = x.size(1) a dynamic dim): torch 1.13's indexing wants __index__,
+    which SymInts lack, so such an index of slices (and Ellipsis-free) is
+    taken as one aten::slice per dim."""
+    def getitem(self, index):
+        items = index if isinstance(index, tuple) else (index,)
+        if not any(isinstance(i, slice) and any(_is_symbolic(b) for b in
+                                                (i.start, i.stop, i.step))
+                   for i in items):
+            return orig(self, index)
+        if not all(isinstance(i, slice) for i in items):
+            raise ExportError("indexing with dynamic bounds supports slices only (got %r)"
+                              % (index,))
+        out = self
+        for d, i in enumerate(items):
+            if i.start is None and i.stop is None and i.step is None:
+                continue
+            out = torch.ops.aten.slice.Tensor(out, d, i.start, i.stop,
+                                              1 if i.step is None else i.step)
+        return out
+    return getitem
+
+
 def _reuse_weight_placeholders(gm, model, ph_by_key):
     """Modules that read their weights through another reference than the
     attribute functional_call swaps (nn.LSTM's _flat_weights) leave them in
@@ -889,7 +1132,8 @@ def _reuse_weight_placeholders(gm, model, ph_by_key):
         if isinstance(t, torch.Tensor) and ident(t) in orig:
             node.replace_all_uses_with(ph_by_key[orig[ident(t)]])
             gm.graph.erase_node(node)
-    gm.recompile()
+    # The graph is only read from here on: no recompile (it costs as much as
+    # printing the whole program).
 
 
 def _check_dynamic(ex, phs, nweights, dyn, leaves):
@@ -907,7 +1151,7 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
                     % (d, leaves[li][0], name, sd))
             if sd is not None and hasattr(sd, "get_pyobj"):
                 env = getattr(sd.get_pyobj(), "shape_env", env)
-    seen = set()
+    seen, said = set(), set()
     for guard in getattr(env, "guards", []) or []:
         expr, value = guard[0], guard[1]
         syms = {str(s): s for s in getattr(expr, "free_symbols", ())}
@@ -916,13 +1160,80 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
         seen.add(str(expr))
         if _guard_holds_generally(expr, value, syms, ex.dims.names):
             continue
-        text = str(expr)
-        for sym in syms:
-            v = ex.dims.names.get(sym)
-            if v is not None:
-                text = text.replace(sym, str(v))
-        print("fxir_export: warning: the graph is valid only where %s is %s"
-              % (text, value), file=sys.stderr)
+        pinned = _pinned_dims(expr, value, syms, ex.dims.names, env)
+        if pinned:
+            sym, size = pinned[0]
+            name = ex.dims.names[sym]
+            where = [(leaves[li][0], d) for li, dims in dyn.items()
+                     for d, n in dims.items() if n == name]
+            raise ExportError(
+                "dynamic dim %r (%s) was specialized to its example size %d: the model's "
+                "code depends on it being exactly %d (%s), so the graph would be valid at "
+                "that size only. Leave %r out of dynamic_shapes, or change the model so "
+                "that it does not need the exact size (for example reshape with -1)"
+                % (name, ", ".join("dim %d of input %r" % (d, i) for i, d in where),
+                   size, size, _guard_text(expr, value, syms, ex.dims.names), name))
+        text = _condition_text(expr, value, syms, ex.dims.names)
+        if text in said:
+            continue
+        said.add(text)
+        print("fxir_export: warning: the graph is valid only where %s" % text, file=sys.stderr)
+
+
+def _condition_text(expr, value, syms, names):
+    """The condition a guard puts on the dims, simplified and in the user's
+    names: `seq < 256` for `seq >= 256` being False."""
+    try:
+        import sympy
+        cond = expr if bool(value) else sympy.Not(expr)
+        cond = sympy.simplify(cond)
+        subs = {sym: sympy.Symbol(names[s]) for s, sym in syms.items()
+                if isinstance(names.get(s), str)}
+        return str(cond.subs(subs) if subs else cond)
+    except Exception:   # noqa: BLE001 (any sympy failure: say it as it is)
+        return _guard_text(expr, value, syms, names)
+
+
+def _guard_text(expr, value, syms, names):
+    text = str(expr)
+    for sym in syms:
+        v = names.get(sym)
+        if v is not None:
+            text = text.replace(sym, str(v))
+    return "%s is %s" % (text, value)
+
+
+def _pinned_dims(expr, value, syms, names, env):
+    """[(symbol name, example size)] of the named dims that the guard
+    allows at their example size only (other dims at their example sizes)."""
+    var_to_val = getattr(env, "var_to_val", {}) or {}
+    example = {}
+    for sname, sym in syms.items():
+        v = names.get(sname)
+        example[sym] = v if isinstance(v, int) else var_to_val.get(sym)
+    if any(v is None for v in example.values()):
+        return []
+    pinned = []
+    for sname, sym in syms.items():
+        if not isinstance(names.get(sname), str):
+            continue
+        size = int(example[sym])
+        alive = False
+        for other in (2, 3, 5, 8, 17, 64, 1000, size - 1, size + 1, 2 * size):
+            if other < 2 or other == size:
+                continue
+            subs = dict(example)
+            subs[sym] = other
+            try:
+                if bool(expr.subs(subs)) == bool(value):
+                    alive = True
+                    break
+            except (TypeError, ValueError):
+                alive = True
+                break
+        if not alive:
+            pinned.append((sname, size))
+    return pinned
 
 
 def _guard_holds_generally(expr, value, syms, names):
@@ -1080,7 +1391,7 @@ def _parse_stack_trace(text):
 # entry point
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
-           source_root=None):
+           source_root=None, input_names=None, output_names=None, dynamic_axes=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -1095,15 +1406,44 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     aten::copy_ nodes at the end of the graph.
     source_root: file paths in loc()/trace() are written relative to it
     (default: the current directory).
+    input_names, output_names: names of the graph's inputs and outputs, in
+    the order of the flattened inputs and outputs (as torch.onnx.export);
+    a shorter list names the first ones.
+    dynamic_axes: torch.onnx.export's form, keyed by input or output name:
+    {"x": {0: "batch"}} or {"x": [0]} (automatic names "x_dynamic_axes_1",
+    ...).  Output entries name the output's dims.  Give it or
+    dynamic_shapes, not both.
     """
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    input_names = list(input_names or [])
+    output_names = list(output_names or [])
+    leaf_names = []
+    for n, v, _ in _bind_inputs(model, args, kwargs):
+        _flatten(n, v, leaf_names)
+    leaf_names = [n for n, _ in leaf_names]
+    renamed = _check_names(input_names, output_names, leaf_names)
+    output_dims = {}
+    if dynamic_axes:
+        if dynamic_shapes:
+            raise ExportError("give dynamic_shapes or dynamic_axes, not both")
+        dynamic_shapes, output_dims = _from_dynamic_axes(dynamic_axes, renamed, output_names)
     if _torch_version() >= (2, 1) and hasattr(torch, "export"):
         ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace)
     else:
         ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
     if not hasattr(ex, "weights_const"):
         ex.weights_const = {}
+    if input_names:
+        by_leaf = {old: new for new, old in renamed.items()}
+        for node, (kind, key) in list(ex.placeholders.items()):
+            if kind == "input" and key in by_leaf:
+                ex.placeholders[node] = (kind, by_leaf[key])
+    if len(output_names) > len(ex.outputs):
+        raise ExportError("output_names has %d names, the model has %d outputs"
+                          % (len(output_names), len(ex.outputs)))
+    ex.output_names = output_names
+    ex.output_dims = output_dims
     ex.module_name = type(model).__name__
     cls = type(model)
     ex.root_class = "%s.%s" % (cls.__module__, cls.__qualname__)
@@ -1119,6 +1459,49 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
         f.write(text)
     os.replace(tmp, path)
     return text
+
+
+def _check_names(input_names, output_names, leaf_names):
+    """{graph input name: flattened leaf name}, after checking the user's
+    names: no more than there are inputs, no duplicates, no clashes."""
+    if len(input_names) > len(leaf_names):
+        raise ExportError("input_names has %d names, the model has %d tensor inputs (%s)"
+                          % (len(input_names), len(leaf_names), ", ".join(leaf_names)))
+    final = list(input_names) + leaf_names[len(input_names):]
+    for n in list(input_names) + list(output_names):
+        if not isinstance(n, str) or not n:
+            raise ExportError("input and output names must be non-empty strings, not %r" % (n,))
+    seen = set()
+    for n in final + list(output_names):
+        if n in seen:
+            raise ExportError("name %r is given to two graph inputs or outputs" % n)
+        seen.add(n)
+    return dict(zip(final, leaf_names))
+
+
+def _from_dynamic_axes(dynamic_axes, renamed, output_names):
+    """torch.onnx.export's dynamic_axes as (dynamic_shapes keyed by flattened
+    input name, {output index: {dim: name}})."""
+    shapes, outs = {}, {}
+    leaves = set(renamed.values())
+    for key, spec in dynamic_axes.items():
+        if isinstance(spec, (list, tuple)):
+            spec = {d: "%s_dynamic_axes_%d" % (key, i + 1) for i, d in enumerate(spec)}
+        if not isinstance(spec, dict) or not all(isinstance(d, int) for d in spec):
+            raise ExportError("dynamic_axes[%r]: want {dim: name} or [dim, ...], not %r"
+                              % (key, spec))
+        spec = {d: _dim_name(n) for d, n in spec.items()}
+        if key in renamed:
+            shapes[renamed[key]] = spec
+        elif key in leaves:
+            shapes[key] = spec
+        elif key in output_names:
+            outs[output_names.index(key)] = spec
+        else:
+            raise ExportError("dynamic_axes: %r is neither an input name (%s) nor an output "
+                              "name (%s)" % (key, ", ".join(renamed) or "none",
+                                             ", ".join(output_names) or "none"))
+    return shapes, outs
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,8 @@
 # torch/torchvision/onnx/numpy for the exporter and the end-to-end tests, and
 # ONNX's conformance test data. ONNX Runtime comes from the npm package
 # onnxruntime-node, pinned in utils/node/package-lock.json; its native library
-# ships inside the package, so install scripts are not run.
+# ships inside the package, so install scripts are not run. Last, a .pth file
+# makes the Python API (python/onnxc) importable by Debian's python3.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -93,5 +94,20 @@ fi
 const ort = require('onnxruntime-node');
 console.log('== onnxruntime-node loads: ' + ort.env.versions.node + ', backends: ' +
   ort.listSupportedBackends().map((b) => b.name).join(' '));")
+
+# ---- the Python API: `import onnxc` with Debian's python3 ----
+# A .pth file in /usr/local's dist-packages (the site directory Debian leaves
+# to the local administrator) puts this checkout's python/ on sys.path; the
+# last checkout to run this script is the one imported.
+# ONNXC_SITE_DIR overrides the directory.
+SITE_DIR="${ONNXC_SITE_DIR:-$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')}"
+PTH="$SITE_DIR/onnxc.pth"
+if [ -f "$PTH" ] && [ "$(cat "$PTH")" = "$REPO/python" ]; then
+  say "python3 -c 'import onnxc': $PTH present"
+else
+  mkdir -p "$SITE_DIR"
+  printf '%s\n' "$REPO/python" > "$PTH"
+  say "python3 -c 'import onnxc': wrote $PTH ($REPO/python)"
+fi
 
 say "done"

@@ -4,13 +4,14 @@
 #   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
 #                                ONNX conformance, the runtime's kernels on
 #                                ONNX's node tests, decompositions against
-#                                PyTorch, end-to-end tests
-#   bash utils/test.sh --quick   build, lit, kernels, decompositions and
-#                                end-to-end only
+#                                PyTorch, the Python API, end-to-end tests
+#   bash utils/test.sh --quick   build, lit, kernels, decompositions, the
+#                                Python API and end-to-end only
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
-# lit runs, the conformance and kernel suites and the end-to-end tests.
+# lit runs, the conformance and kernel suites, the Python API tests and the
+# end-to-end tests.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,7 @@ FUZZ_IMPORT_SECONDS=30
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -243,6 +244,11 @@ counted kernels "failures listed in build/kernels-failures.txt" \
 header "decompositions: test/decomp/check_decomps.py"
 counted decompositions "rerun with -v -k NAME for the failing program" \
   "$PY" test/decomp/check_decomps.py --onnxc "$REPO/build/onnxc"
+
+# ---- 6b. the Python API ----
+header "python: test/python/test_api.py"
+counted python "rerun with -v -k NAME for the failing test" \
+  env ONNXC="$REPO/build/onnxc" "$PY" test/python/test_api.py
 
 # ---- 7. end-to-end ----
 header "e2e: test/e2e/run_e2e.py"

@@ -32,6 +32,15 @@ def llm():
     return model, (input_ids,), None
 
 
+def llm_dynamic_seq():
+    """The same LLM with a dynamic batch and sequence length (the attention
+    mask is sliced to the sequence length: mask[:T, :T])."""
+    _seed()
+    model = LLM(vocab_size=1024, context_size=256).eval()
+    input_ids = torch.randint(0, 1024, (2, 30), dtype=torch.int64)
+    return model, (input_ids,), {"input_ids": {0: "batch", 1: "seq"}}
+
+
 class GPT(nn.Module):
     """The tutorial's LLM with a stack of identical decoder layers: with
     -outline, one DecoderLayer function called once a layer."""
@@ -248,6 +257,7 @@ def int_arith():
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
+    "llm_dynamic_seq": llm_dynamic_seq,
     "gpt_blocks": gpt_blocks,
     "mlp_dict_list": mlp_dict_list,
     "small_cnn": small_cnn,
@@ -278,4 +288,5 @@ EXPORT_MAY_FAIL = {"swin_t", "vit_b_16", "maxvit_t", "convnext_tiny"}
 # Other input sizes a model with dynamic dims must also run with.
 EXTRA_INPUTS = {
     "dynamic_batch": lambda: (torch.randn(5, 10),),
+    "llm_dynamic_seq": lambda: (torch.randint(0, 1024, (3, 7), dtype=torch.int64),),
 }

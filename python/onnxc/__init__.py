@@ -1,0 +1,249 @@
+"""onnxc from Python: export a PyTorch model to ONNX in one call.
+
+    import onnxc
+    onnxc.export(model, (input_ids,), "llm.onnx",
+                 dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
+
+The model is traced by the exporter bridge (utils/fxir_export.py) into a
+.fxir file and a .safetensors file in a temporary directory, then compiled by
+the onnxc binary.  A conversion that fails raises ConversionError, whose
+message carries onnxc's diagnostics (`file:line:col: error: ...`, with the
+source line); the .fxir they point into is kept and its path given.
+
+The onnxc binary is found, in order: the ONNXC environment variable, the
+repository's build/onnxc next to this package, then PATH.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+__all__ = ["export", "ConversionError", "find_onnxc"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO = os.path.dirname(os.path.dirname(_HERE))
+_BRIDGE = os.path.join(_REPO, "utils", "fxir_export.py")
+
+
+class ConversionError(Exception):
+    """The model could not be converted.
+
+    Attributes: `diagnostics` (onnxc's standard error, or the bridge's
+    message), `fxir` (the path of the kept .fxir file the diagnostics point
+    into, or None), `returncode` (onnxc's exit status, or None when the
+    bridge failed)."""
+
+    def __init__(self, message, diagnostics="", fxir=None, returncode=None):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+        self.fxir = fxir
+        self.returncode = returncode
+
+
+def find_onnxc():
+    """The path of the onnxc binary: $ONNXC, the repository's build/onnxc,
+    or onnxc on PATH.  Raises ConversionError when there is none."""
+    env = os.environ.get("ONNXC")
+    if env:
+        if os.path.isdir(env):
+            env = os.path.join(env, "onnxc")
+        if not os.access(env, os.X_OK):
+            raise ConversionError("ONNXC=%s is not an executable onnxc" % env)
+        return env
+    built = os.path.join(_REPO, "build", "onnxc")
+    if os.access(built, os.X_OK):
+        return built
+    found = shutil.which("onnxc")
+    if found:
+        return found
+    raise ConversionError(
+        "onnxc binary not found: set ONNXC, build it (cmake -B build && cmake --build build "
+        "in %s), or put it on PATH" % _REPO)
+
+
+def _bridge():
+    """utils/fxir_export.py as a module (the one already imported, if any)."""
+    mod = sys.modules.get("fxir_export")
+    if mod is not None and os.path.abspath(getattr(mod, "__file__", "")) == _BRIDGE:
+        return mod
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("fxir_export", _BRIDGE)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["fxir_export"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules["fxir_export"]
+        raise
+    return mod
+
+
+def _opt_flag(optimize):
+    level = str(optimize).upper().lstrip("-")
+    if not level.startswith("O"):
+        level = "O" + level
+    if level not in ("O0", "O1", "O2"):
+        raise ValueError("optimize must be one of O0, O1, O2 (or 0, 1, 2), not %r" % (optimize,))
+    return "-" + level
+
+
+def _outline_flag(outline):
+    if not outline:
+        return []
+    if outline is True:
+        return ["-outline"]
+    if isinstance(outline, str):
+        outline = [outline]
+    names = [c if isinstance(c, str) else c.__name__ for c in outline]
+    return ["-outline=" + ",".join(names)]
+
+
+def _external_flag(external_data):
+    if external_data is None or external_data is False:
+        return []
+    if external_data is True:
+        return ["-external-data"]
+    if isinstance(external_data, str):
+        return ["-external-data=" + external_data]
+    raise ValueError("external_data must be None, True or a file name, not %r" % (external_data,))
+
+
+def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
+           output_names=None, opset=18, optimize="O2", outline=False, report=None,
+           external_data=None, dynamic_axes=None):
+    """Export `model(*args, **kwargs)` to the ONNX file `f`; returns `f`.
+
+    Arguments that torch.onnx.export also has mean the same:
+      args            a tuple of positional inputs (or one tensor); dicts and
+                      lists are flattened (`inputs_a`, `extras_0`)
+      kwargs          keyword inputs
+      dynamic_shapes  {"x": {0: "batch"}} (or a list in parameter order): the
+                      names become the ONNX inputs' dim_params
+      dynamic_axes    torch.onnx.export's older form, keyed by input or output
+                      name: {"x": {0: "batch"}}, {"x": [0]} (named
+                      "x_dynamic_axes_1"); output entries name output dims
+      input_names     names of the graph inputs, in flattened order
+      output_names    names of the graph outputs, in flattened order
+      opset           the default-domain opset (17 to 23)
+      report          True (writes `<f stem>_report.md`) or a path: a
+                      markdown conversion report, written also on failure
+      external_data   True: large tensors go to `<f>.data`; a file name: there
+    onnxc's own:
+      optimize        "O0", "O1" or "O2" (default)
+      outline         True: nn.Modules become ONNX local functions; a list of
+                      class names (or classes): only those
+    """
+    onnxc = find_onnxc()
+    cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
+                + _external_flag(external_data))
+    report_path = None
+    if report:
+        report_path = report if isinstance(report, str) else os.path.splitext(f)[0] + "_report.md"
+    bridge = _bridge()
+    work = tempfile.mkdtemp(prefix="onnxc-export.")
+    stem = os.path.splitext(os.path.basename(f))[0] or "model"
+    fxir = os.path.join(work, stem + ".fxir")
+    steps = []
+    keep = False
+    try:
+        t0 = time.perf_counter()
+        try:
+            text = bridge.export(model, args, fxir, kwargs=kwargs, dynamic_shapes=dynamic_shapes,
+                                 input_names=input_names, output_names=output_names,
+                                 dynamic_axes=dynamic_axes)
+        except bridge.ExportError as e:
+            steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
+            err = ConversionError("export: %s" % e, diagnostics=str(e))
+            _write_report(report_path, steps, str(e), None, None, None)
+            raise err from None
+        except Exception as e:
+            steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
+            _write_report(report_path, steps, "%s: %s" % (type(e).__name__, e), None, None, None)
+            raise
+        steps.append(("trace the model (utils/fxir_export.py)", True, time.perf_counter() - t0))
+        out = os.path.abspath(f)
+        cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out]
+        if report_path:
+            cmd.append("-stats")
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+        ok = p.returncode == 0
+        steps.append(("compile with `onnxc %s`" % " ".join(cmd_tail), ok,
+                      time.perf_counter() - t0))
+        listing = None
+        if report_path and ok:
+            lp = subprocess.run([onnxc, out, "-passes=", "-emit=listing"],
+                                capture_output=True, text=True, cwd=work)
+            listing = lp.stdout if lp.returncode == 0 else lp.stderr
+        diags = _with_sources(
+            "\n".join(l for l in p.stderr.splitlines() if not l.startswith("onnxc: stats ")),
+            fxir, text)
+        stats = "\n".join(l for l in p.stderr.splitlines() if l.startswith("onnxc: stats "))
+        if not ok:
+            keep = True
+            _write_report(report_path, steps, diags, text, stats, None)
+            raise ConversionError(
+                "onnxc exited %d converting %s:\n%s\n(the .fxir the locations refer to is "
+                "kept at %s)" % (p.returncode, type(model).__name__, diags.rstrip(), fxir),
+                diagnostics=diags, fxir=fxir, returncode=p.returncode)
+        if diags.strip():
+            sys.stderr.write(diags.rstrip() + "\n")
+        _write_report(report_path, steps, diags, text, stats, listing)
+        return f
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _with_sources(diags, fxir, text):
+    """After each diagnostic located in the .fxir, a note with the Python
+    line the node was traced from (its loc(...) provenance)."""
+    import re
+    src = text.splitlines()
+    head = re.compile(re.escape(fxir) + r":(\d+):\d+: (error|warning): ")
+    loc = re.compile(r'\bloc\(("(?:[^"\\]|\\.)*"):(\d+)\)')
+    out, note = [], None
+    for line in diags.splitlines():
+        m = head.match(line)
+        if m and note:
+            out.append(note)
+            note = None
+        out.append(line)
+        if note and line.strip() == "^" * len(line.strip()) and line.strip():
+            out.append(note)    # after the source line and its caret
+            note = None
+        if not m:
+            continue
+        n = int(m.group(1))
+        for cand in src[n - 1:n + 1]:
+            lm = loc.search(cand)
+            if lm:
+                note = ("  note: traced from %s, line %s"
+                        % (lm.group(1)[1:-1].replace('\\"', '"'), lm.group(2)))
+                break
+    if note:
+        out.append(note)
+    return "\n".join(out)
+
+
+def _write_report(path, steps, errors, fxir_text, stats, listing):
+    if not path:
+        return
+    lines = ["# onnxc Conversion Report", "", "```"]
+    for name, ok, secs in steps:
+        lines.append("%s %s (%.2f s)" % ("✅" if ok else "❌", name, secs))
+    done = len(steps)
+    for name in ("trace the model (utils/fxir_export.py)", "compile with onnxc")[done:]:
+        lines.append("⚪ " + name)
+    lines += ["```", "", "## Error messages", "", "```", errors.strip() or "No errors", "```"]
+    if fxir_text is not None:
+        lines += ["", "## Traced program (.fxir)", "", "```", fxir_text.rstrip(), "```"]
+    if stats:
+        lines += ["", "## Passes", "", "```", stats.rstrip(), "```"]
+    if listing is not None:
+        lines += ["", "## ONNX model", "", "```", listing.rstrip(), "```"]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")

@@ -1,0 +1,76 @@
+"""python3 -m onnxc: export a PyTorch module class to ONNX from the shell.
+
+    python3 -m onnxc --module mymodel.py:Net --input-shape 2,16 -o net.onnx
+    python3 -m onnxc --module llm.py:LLM --input-shape 2,30 --input-dtype i64 \\
+        --dynamic input_ids:0:batch --dynamic input_ids:1:seq -o llm.onnx
+"""
+
+import argparse
+import sys
+
+from . import ConversionError, _bridge, export
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m onnxc",
+                                description="Export a PyTorch module to ONNX with onnxc.")
+    p.add_argument("--module", required=True, metavar="FILE.py:CLASS",
+                   help="a module class built with no constructor arguments")
+    p.add_argument("--input-shape", action="append", required=True, metavar="D0,D1,...",
+                   help="shape of one forward input (repeat for several)")
+    p.add_argument("--input-dtype", action="append", metavar="DTYPE",
+                   help="dtype of the matching --input-shape (f32, i64, ...); default f32")
+    p.add_argument("--dynamic", action="append", metavar="INPUT:DIM:NAME",
+                   help="name dim DIM of input INPUT as a dynamic dim (repeatable)")
+    p.add_argument("--input-names", metavar="A,B", help="names of the graph inputs")
+    p.add_argument("--output-names", metavar="A,B", help="names of the graph outputs")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.onnx")
+    p.add_argument("-O", dest="optimize", default="2", choices=("0", "1", "2"),
+                   help="optimization level (default 2)")
+    p.add_argument("--opset", type=int, default=18)
+    p.add_argument("--outline", action="store_true", help="nn.Modules as ONNX local functions")
+    p.add_argument("--external-data", action="store_true",
+                   help="large tensors in OUT.onnx.data")
+    p.add_argument("--report", action="store_true", help="write OUT_report.md")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+
+    import torch
+    bridge = _bridge()
+    torch.manual_seed(a.seed)
+    model = bridge._load_class(a.module)().eval()
+    dtypes = a.input_dtype or []
+    inputs = []
+    for i, s in enumerate(a.input_shape):
+        shape = [int(x) for x in s.split(",") if x.strip()]
+        dt = bridge._DTYPE_BY_NAME.get(dtypes[i] if i < len(dtypes) else "f32")
+        if dt is None:
+            p.error("unknown dtype %r" % dtypes[i])
+        if dt.is_floating_point:
+            inputs.append(torch.randn(shape, dtype=dt))
+        elif dt == torch.bool:
+            inputs.append(torch.rand(shape) > 0.5)
+        else:
+            inputs.append(torch.randint(0, 10, shape, dtype=dt))
+    dyn = {}
+    for spec in a.dynamic or []:
+        try:
+            name, dim, dname = spec.split(":")
+            dyn.setdefault(name, {})[int(dim)] = dname
+        except ValueError:
+            p.error("--dynamic wants INPUT:DIM:NAME, not %r" % spec)
+    try:
+        export(model, tuple(inputs), a.output, dynamic_shapes=dyn or None,
+               input_names=a.input_names.split(",") if a.input_names else None,
+               output_names=a.output_names.split(",") if a.output_names else None,
+               opset=a.opset, optimize="O" + a.optimize, outline=a.outline,
+               report=a.report or None, external_data=a.external_data or None)
+    except ConversionError as e:
+        print("onnxc: error: %s" % e, file=sys.stderr)
+        return 1
+    print("wrote %s" % a.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

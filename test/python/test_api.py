@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""Tests of the Python API (python/onnxc) and of the bridge's names and
+dynamic dims: models exported with onnxc.export, run in ONNX Runtime
+(utils/ortlib.py) and compared with PyTorch.
+
+    /usr/bin/python3 test/python/test_api.py [-v] [-k PATTERN]
+
+The onnxc binary is $ONNXC, else build/onnxc.  The last line is
+`N passed, N failed, N skipped`; exit status 1 when a test fails.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "utils"))
+sys.path.insert(0, os.path.join(REPO, "examples"))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
+
+import onnxc  # noqa: E402
+import ortlib  # noqa: E402
+from make_examples import LLM  # noqa: E402
+
+TOLERANCE = 1e-4
+
+
+def dims(value_info):
+    """An ONNX input's or output's dims: ints and dim_param strings."""
+    return [d.dim_param if d.HasField("dim_param") else d.dim_value
+            for d in value_info.type.tensor_type.shape.dim]
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class TwoOut(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.sum(x, dim=1), x * y + 1
+
+
+class CumProd(torch.nn.Module):
+    """aten::cumprod has no decomposition: onnxc refuses it."""
+
+    def forward(self, x):
+        h = x * 2
+        return torch.cumprod(h, 0)
+
+
+class PinsBatch(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(4, 6) * 2
+
+
+class ApiTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="onnxc-api-test.")
+        torch.manual_seed(0)
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def check_runs(self, model, f, feeds, args):
+        with torch.no_grad():
+            ref = model(*args)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        got = list(ortlib.run(f, feeds).values())
+        self.assertEqual(len(got), len(ref))
+        for r, g in zip(ref, got):
+            self.assertEqual(tuple(r.shape), tuple(np.asarray(g).shape))
+            self.assertLessEqual(float(np.abs(r.numpy() - g).max()), TOLERANCE)
+
+    def test_happy_path(self):
+        model = MLP().eval()
+        x = torch.randn(4, 16)
+        f = self.path("mlp.onnx")
+        self.assertEqual(onnxc.export(model, (x,), f), f)
+        m = onnx.load(f)
+        self.assertEqual([i.name for i in m.graph.input], ["x"])
+        self.assertEqual(m.opset_import[0].version, 18)
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
+    def test_options(self):
+        model = MLP().eval()
+        x = torch.randn(4, 16)
+        f = self.path("mlp.onnx")
+        onnxc.export(model, x, f, opset=21, optimize="O0", outline=True,
+                     external_data=True, report=True)
+        m = onnx.load(f, load_external_data=False)
+        self.assertEqual([o.version for o in m.opset_import if o.domain == ""], [21])
+        self.assertTrue(m.functions, "outline=True makes the Linear modules functions")
+        self.assertTrue(os.path.exists(f + ".data"))
+        with open(self.path("mlp_report.md"), encoding="utf-8") as fh:
+            report = fh.read()
+        self.assertIn("✅ compile with `onnxc -O0 -opset=21 -outline -external-data`", report)
+        self.assertIn("## ONNX model", report)
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
+    def test_dynamic_shapes_llm(self):
+        """The seed tutorial's LLM with a dynamic batch and sequence length:
+        the names are the ONNX input's dim_params, and the model runs at two
+        sequence lengths."""
+        model = LLM(vocab_size=1024, context_size=256).eval()
+        ids = torch.randint(0, 1024, (2, 30))
+        f = self.path("llm.onnx")
+        onnxc.export(model, (ids,), f, dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
+        m = onnx.load(f)
+        self.assertEqual(dims(m.graph.input[0]), ["batch", "seq"])
+        self.assertEqual(dims(m.graph.output[0]), ["batch", "seq", 16])
+        for shape in ((2, 30), (3, 7), (1, 100)):
+            ids = torch.randint(0, 1024, shape)
+            self.check_runs(model, f, {"input_ids": ids.numpy()}, (ids,))
+
+    def test_input_output_names(self):
+        model = TwoOut().eval()
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        f = self.path("two.onnx")
+        onnxc.export(model, (x, y), f, input_names=["a", "b"], output_names=["total", "fma"])
+        m = onnx.load(f)
+        self.assertEqual([i.name for i in m.graph.input], ["a", "b"])
+        self.assertEqual([o.name for o in m.graph.output], ["total", "fma"])
+        listing = subprocess.run([onnxc.find_onnxc(), f, "-passes=", "-emit=listing"],
+                                 capture_output=True, text=True, check=True).stdout
+        self.assertIn('%"a"<FLOAT,[3,4]>', listing)
+        self.assertIn('%"total"<FLOAT,[3]>', listing)
+        self.check_runs(model, f, {"a": x.numpy(), "b": y.numpy()}, (x, y))
+
+    def test_output_name_of_an_input(self):
+        """An output that is an input (or is returned twice) is copied under
+        its name."""
+        class Same(torch.nn.Module):
+            def forward(self, x):
+                y = x + 1
+                return x, y, y
+        x = torch.randn(2, 3)
+        f = self.path("same.onnx")
+        onnxc.export(Same(), (x,), f, output_names=["echo", "y", "y_again"])
+        m = onnx.load(f)
+        self.assertEqual([o.name for o in m.graph.output], ["echo", "y", "y_again"])
+        self.check_runs(Same(), f, {"x": x.numpy()}, (x,))
+
+    def test_dynamic_axes(self):
+        """torch.onnx.export's dynamic_axes: the list form gets PyTorch's
+        automatic names; output entries name the output's dims."""
+        model = TwoOut().eval()
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        f = self.path("axes.onnx")
+        onnxc.export(model, (x, y), f, input_names=["x", "y"], output_names=["sum", "fma"],
+                     dynamic_axes={"x": {0: "my_custom_axis_name"}, "y": [0], "sum": [0]})
+        m = onnx.load(f)
+        self.assertEqual(dims(m.graph.input[0]), ["my_custom_axis_name", 4])
+        self.assertEqual(dims(m.graph.input[1]), ["y_dynamic_axes_1", 4])
+        self.assertEqual(dims(m.graph.output[0]), ["sum_dynamic_axes_1"])
+        x, y = torch.randn(5, 4), torch.randn(5, 4)
+        self.check_runs(model, f, {"x": x.numpy(), "y": y.numpy()}, (x, y))
+
+    def test_failing_conversion(self):
+        f = self.path("bad.onnx")
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(CumProd(), (torch.randn(3, 3),), f)
+        e = cm.exception
+        msg = str(e)
+        self.assertRegex(msg, r"bad\.fxir:\d+:\d+: error: no decomposition for aten::cumprod")
+        self.assertIn("note: traced from", msg)
+        self.assertIn("test_api.py", msg)
+        self.assertEqual(e.returncode, 1)
+        self.assertTrue(e.fxir and os.path.exists(e.fxir))
+        self.assertFalse(os.path.exists(f), "a failed conversion leaves no output")
+        import shutil
+        shutil.rmtree(os.path.dirname(e.fxir), ignore_errors=True)
+
+    def test_specialized_dim_is_an_error(self):
+        """A named dim the model pins to its example size is not dropped
+        silently: the error names it and says what to change."""
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(PinsBatch(), (torch.randn(4, 6),), self.path("pin.onnx"),
+                         dynamic_shapes={"x": {0: "batch"}})
+        self.assertIn("dynamic dim 'batch' (dim 0 of input 'x') was specialized", str(cm.exception))
+        self.assertIn("Leave 'batch' out of dynamic_shapes", str(cm.exception))
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(MLP(), (torch.randn(1, 16),), self.path("one.onnx"),
+                         dynamic_shapes={"x": {0: "batch"}})
+        self.assertIn("'batch'", str(cm.exception))
+        self.assertIn("trace with a size >= 2", str(cm.exception))
+
+    def test_bad_names(self):
+        with self.assertRaises(onnxc.ConversionError):
+            onnxc.export(MLP(), (torch.randn(2, 16),), self.path("n.onnx"),
+                         input_names=["a", "b"])
+        with self.assertRaises(onnxc.ConversionError):
+            onnxc.export(MLP(), (torch.randn(2, 16),), self.path("n.onnx"),
+                         dynamic_axes={"nope": [0]})
+
+    def test_cli(self):
+        src = self.path("net.py")
+        with open(src, "w") as fh:
+            fh.write("import torch\nclass Net(torch.nn.Module):\n"
+                     "    def forward(self, x):\n        return torch.tanh(x) * 3\n")
+        f = self.path("net.onnx")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        p = subprocess.run([sys.executable, "-m", "onnxc", "--module", src + ":Net",
+                            "--input-shape", "2,5", "--dynamic", "x:0:batch", "-o", f],
+                           capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(dims(onnx.load(f).graph.input[0]), ["batch", 5])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("-k", dest="pattern", action="append", help="run tests matching PATTERN")
+    a = ap.parse_args()
+    loader = unittest.TestLoader()
+    if a.pattern:
+        loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
+    suite = loader.loadTestsFromTestCase(ApiTest)
+    result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    skipped = len(result.skipped)
+    passed = result.testsRun - failed - skipped
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
