@@ -347,7 +347,8 @@ static void write_op_counts(Report *r, FILE *f)
 {
 	fprintf(f, "### Nodes per op\n\n%u nodes before the pipeline, %u after.\n\n", r->nodes_before, r->nodes_after);
 	fputs("| op | before | after |\n|---|---:|---:|\n", f);
-	qsort(r->ops.v, r->ops.n, sizeof *r->ops.v, by_name);
+	if (r->ops.n)
+		qsort(r->ops.v, r->ops.n, sizeof *r->ops.v, by_name);
 	for (uint32_t i = 0; i < r->ops.n; i++)
 		fprintf(f, "| `%s` | %u | %u |\n", sym_str(r->ops.v[i].op), r->ops.v[i].before, r->ops.v[i].after);
 	fputs("\n### Decomposition comparison\n\n", f);
