@@ -28,6 +28,7 @@ typedef struct Opts {
 	int ndecomp_files;
 	int allow_custom_ops;
 	long fold_limit;            /* -fold-limit=; 0: never grow the model */
+	char *owned_output, *owned_report;  /* default names, malloc'd */
 	int outline;                /* -outline: run outline after the -O pipeline */
 	const char *outline_classes;    /* -outline=A,B */
 	DecompLib *lib;
@@ -373,7 +374,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 }
 
 /* ---- output ------------------------------------------------------------ */
-static const char *default_output(const Opts *o)
+static char *default_output(const Opts *o)
 {
 	if (o->emit != EMIT_ONNX)
 		return NULL;
@@ -540,7 +541,7 @@ static int check_expects(Sym file, Expect *ex, size_t nex)
 
 /* ---- -report ------------------------------------------------------------ */
 /* <input base>.report.md in the current directory, like the default model. */
-static const char *default_report(const char *input)
+static char *default_report(const char *input)
 {
 	const char *base = strrchr(input, '/');
 	base = base ? base + 1 : strcmp(input, "-") ? input : "out";
@@ -563,7 +564,7 @@ static char *start_report(Opts *o, int argc, char **argv, const char *text, size
 		fprintf(f, " %s", argv[i]);
 	fclose(f);
 	if (!*o->report_file)
-		o->report_file = default_report(o->input);
+		o->report_file = o->owned_report = default_report(o->input);
 	int onnx = text && looks_like_onnx(o->input, text, len);
 	o->report = report_new(o->input, text && !onnx ? text : NULL, len, cmd);
 	diag_set_collect(DIAG_KEEP_PRINT);
@@ -673,7 +674,7 @@ int main(int argc, char **argv)
 	if (o.split && o.emit == EMIT_ONNX)
 		usage_error("%s", "-split-input-file writes one output per input: use -emit=fxir or -emit=listing, not onnx");
 	if (!o.output)
-		o.output = default_output(&o);
+		o.output = o.owned_output = default_output(&o);
 	/* Weights files are named relative to the input, not the working dir. */
 	char *dir = strdup(o.input);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
@@ -711,6 +712,8 @@ int main(int argc, char **argv)
 		rc = 1;
 	report_free(o.report);
 	free(command);
+	free(o.owned_report);
+	free(o.owned_output);
 
 	pipeline_free(&pl);
 	decomp_lib_free(o.lib);
