@@ -102,9 +102,9 @@ static ValueId lookup(Imp *imp, const char *name)
 static void *arena_palloc(void *data, size_t n) { return arena_alloc(data, n ? n : 1); }
 static void arena_pfree(void *data, void *p) { (void)data; (void)p; }
 
-static const uint8_t *map_file(Imp *imp, const char *path, size_t *size)
+static const uint8_t *map_file(Imp *imp, const char *path, size_t *size, int flags)
 {
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | flags);
 	struct stat sb;
 	const uint8_t *p = NULL;
 	if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -207,6 +207,26 @@ static int bad_location(const char *loc)
 	return 0;
 }
 
+/* A location without `..` can still leave the directory through a
+ * symbolic link (the file itself or a directory on the way): the real path
+ * must lie inside the directory's real path.  The real path is what gets
+ * opened, so a link swapped in after the check is not followed either. */
+/* The real path is what gets opened (without following a final link),
+ * so a link swapped in after the check is not followed either. */
+static char *resolve_inside(Imp *imp, const char *path, const char *loc)
+{
+	char *real = path_inside(imp->dir, path);
+	if (!real && errno == EXDEV)
+		fail(imp, "external data location '%s' leads outside the model's directory through a symbolic link", loc);
+	else if (!real) {
+		diag_error((Loc){ sym_cstr(path), 0, 0 }, "cannot open: %s", strerror(errno));
+		imp->failed = 1;
+	}
+	char *r = real ? arena_strndup(imp->a, real, strlen(real)) : NULL;
+	free(real);
+	return r;
+}
+
 static const ExtFile *ext_file(Imp *imp, const char *loc)
 {
 	Sym s = sym_cstr(loc);
@@ -216,8 +236,11 @@ static const ExtFile *ext_file(Imp *imp, const char *loc)
 	size_t n = strlen(imp->dir) + strlen(loc) + 2;
 	char *path = arena_alloc(imp->a, n);
 	snprintf(path, n, "%s/%s", imp->dir, loc);
+	char *real = resolve_inside(imp, path, loc);
+	if (!real)
+		return NULL;
 	ExtFile f = { s, NULL, 0 };
-	f.map = map_file(imp, path, &f.size);
+	f.map = map_file(imp, real, &f.size, O_NOFOLLOW);
 	if (!f.map)
 		return NULL;
 	VEC_PUSH(imp->a, imp->ext, f);
@@ -890,7 +913,7 @@ Module *onnx_import(const char *path)
 {
 	Imp imp = { .path = path, .loc = { sym_cstr(path), 0, 0 } };
 	size_t size;
-	const uint8_t *data = map_file(&imp, path, &size);
+	const uint8_t *data = map_file(&imp, path, &size, 0);
 	if (!data)
 		return NULL;
 	Module *m = onnx_import_buffer(path, data, size);

@@ -48,6 +48,12 @@ FILE *xmemstream(char **buf, size_t *len);
 	} \
 	(vec).v[(vec).n++] = (x); } while (0)
 
+/* ---- path.c: file access that stays inside a directory ------------------- */
+/* The real path of `path` (malloc'd) when it lies strictly inside the real
+ * path of `dir`, symbolic links resolved; else NULL with errno EXDEV (it
+ * leads outside) or realpath's errno (it cannot be resolved). */
+char *path_inside(const char *dir, const char *path);
+
 /* ---- hashmap.c: one hash map ---------------------------------------------- */
 /* Open addressing, linear probing, power-of-two capacity, load <= 1/2.
  * Entries are nonzero uintptr_t items (a pointer, or a small integer such
