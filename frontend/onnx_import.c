@@ -34,6 +34,7 @@ typedef struct Imp {
 	ValueId *bysym;             /* Sym -> value defined under that name */
 	uint32_t nbysym;
 	VEC(ExtFile) ext;
+	uint32_t depth;             /* graphs open around the one being read */
 	int failed;
 } Imp;
 
@@ -102,6 +103,85 @@ static ValueId lookup(Imp *imp, const char *name)
 static void *arena_palloc(void *data, size_t n) { return arena_alloc(data, n ? n : 1); }
 static void arena_pfree(void *data, void *p) { (void)data; (void)p; }
 
+/* protobuf-c unpacks nested messages by recursion, so bytes nested deeper
+ * than the stack can take would crash it.  Its descriptors say which
+ * fields are messages: this walks the wire format with its own stack
+ * first and refuses deep nesting.  A model of IR_MAX_DEPTH nested graphs
+ * (three messages each: attribute, graph, node) with seq<> types
+ * IR_MAX_DEPTH deep inside (two each) stays under PB_MAX_DEPTH.  Bytes
+ * that do not parse are left for the unpacker to report. */
+#define PB_MAX_DEPTH (6 * IR_MAX_DEPTH)
+
+typedef struct PbFrame { const ProtobufCMessageDescriptor *d; size_t end; } PbFrame;
+
+static int pb_varint(const uint8_t *p, size_t *i, size_t end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *i < end; shift += 7) {
+		uint8_t b = p[(*i)++];
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* Enters a length-delimited field: a message field is pushed, anything
+ * else skipped.  -1 when the bytes do not parse. */
+static int pb_field(PbFrame *st, int *top, const uint8_t *p, size_t *i, uint64_t tag)
+{
+	uint64_t len;
+	size_t end = st[*top].end;
+	if (pb_varint(p, i, end, &len) || len > end - *i)
+		return -1;
+	const ProtobufCFieldDescriptor *f = tag >> 3 <= UINT32_MAX
+		? protobuf_c_message_descriptor_get_field(st[*top].d, (unsigned)(tag >> 3)) : NULL;
+	if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE) {
+		*i += (size_t)len;
+		return 0;
+	}
+	st[++*top] = (PbFrame){ f->descriptor, *i + (size_t)len };
+	return 0;
+}
+
+static int pb_skip(const uint8_t *p, size_t *i, size_t end, unsigned wire)
+{
+	uint64_t v;
+	size_t w = wire == 1 ? 8 : 4;
+	if (wire == 0)
+		return pb_varint(p, i, end, &v);
+	if ((wire != 1 && wire != 5) || end - *i < w)
+		return -1;
+	*i += w;
+	return 0;
+}
+
+static Status pb_nesting_ok(Imp *imp, const uint8_t *p, size_t n)
+{
+	PbFrame *st = xreallocarray(NULL, PB_MAX_DEPTH + 1, sizeof *st);
+	int top = 0, bad = 0;
+	size_t i = 0;
+	st[0] = (PbFrame){ &onnx__model_proto__descriptor, n };
+	while (!bad && top < PB_MAX_DEPTH) {
+		while (top >= 0 && i == st[top].end)
+			top--;
+		if (top < 0)
+			break;
+		uint64_t tag;
+		if (pb_varint(p, &i, st[top].end, &tag))
+			bad = 1;
+		else if ((tag & 7) == 2)
+			bad = pb_field(st, &top, p, &i, tag) != 0;
+		else
+			bad = pb_skip(p, &i, st[top].end, (unsigned)(tag & 7)) != 0;
+	}
+	free(st);
+	if (top < PB_MAX_DEPTH)
+		return OK;
+	fail(imp, "protobuf messages nest deeper than %d (subgraphs may nest %d deep)", PB_MAX_DEPTH, IR_MAX_DEPTH);
+	return FAILED;
+}
+
 static const uint8_t *map_file(Imp *imp, const char *path, size_t *size, int flags)
 {
 	int fd = open(path, O_RDONLY | flags);
@@ -157,20 +237,25 @@ static Type *tensor_type(Imp *imp, int32_t elem, const Onnx__TensorShapeProto *s
 	return type_tensor(imp->a, dt, (int32_t)shape->n_dim, dims);
 }
 
-/* NULL for no type (or after an error, which sets imp->failed). */
-static Type *import_type(Imp *imp, const Onnx__TypeProto *t)
+/* seq<> and opt<> nest at most IR_MAX_DEPTH deep.  NULL for no type (or
+ * after an error, which sets imp->failed). */
+static Type *import_type_at(Imp *imp, const Onnx__TypeProto *t, int depth)
 {
 	if (!t)
 		return NULL;
+	if (depth > IR_MAX_DEPTH) {
+		fail(imp, "types nest deeper than %d", IR_MAX_DEPTH);
+		return NULL;
+	}
 	switch (t->value_case) {
 	case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
 		return tensor_type(imp, t->tensor_type->elem_type, t->tensor_type->shape);
 	case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE: {
-		Type *e = import_type(imp, t->sequence_type->elem_type);
+		Type *e = import_type_at(imp, t->sequence_type->elem_type, depth + 1);
 		return e ? type_wrap(imp->a, TY_SEQ, e) : NULL;
 	}
 	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: {
-		Type *e = import_type(imp, t->optional_type->elem_type);
+		Type *e = import_type_at(imp, t->optional_type->elem_type, depth + 1);
 		return e ? type_wrap(imp->a, TY_OPT, e) : NULL;
 	}
 	case ONNX__TYPE_PROTO__VALUE__NOT_SET:
@@ -179,6 +264,11 @@ static Type *import_type(Imp *imp, const Onnx__TypeProto *t)
 		fail(imp, "map and sparse tensor types are not supported");
 		return NULL;
 	}
+}
+
+static Type *import_type(Imp *imp, const Onnx__TypeProto *t)
+{
+	return import_type_at(imp, t, 0);
 }
 
 /* ---- tensors ---------------------------------------------------------------------- */
@@ -598,7 +688,9 @@ static int import_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a
 		return p->t && (a->u.t = import_tensor(imp, p->t)) ? 0 : fail(imp, "attribute '%s': bad tensor", p->name);
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
 		a->kind = A_GRAPH;
-		return p->g && (a->u.g = import_graph(imp, p->g, g)) ? 0 : fail(imp, "attribute '%s': bad graph", p->name);
+		if (!p->g)
+			return fail(imp, "attribute '%s': no graph", p->name);
+		return (a->u.g = import_graph(imp, p->g, g)) ? 0 : -1;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO:
 		a->kind = A_TYPE;
 		a->u.ty = import_type(imp, p->tp);
@@ -773,7 +865,7 @@ static void value_infos(Imp *imp, Onnx__ValueInfoProto **vi, size_t n)
 	}
 }
 
-static Graph *import_graph(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
+static Graph *import_graph_body(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
 {
 	Graph *g = graph_new(imp->m, sym_cstr(p->name ? p->name : ""), parent);
 	g->loc = imp->loc;
@@ -791,6 +883,19 @@ static Graph *import_graph(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
 		value_infos(imp, p->value_info, p->n_value_info);
 	undefine_all(imp, &defs);
 	return rc == 0 && !imp->failed ? g : NULL;
+}
+
+/* Subgraphs nest at most IR_MAX_DEPTH deep (the top graph is depth 0). */
+static Graph *import_graph(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
+{
+	if (parent && imp->depth >= IR_MAX_DEPTH) {
+		fail(imp, "graph '%s': subgraphs nest deeper than %d", p->name ? p->name : "", IR_MAX_DEPTH);
+		return NULL;
+	}
+	imp->depth += parent != NULL;
+	Graph *g = import_graph_body(imp, p, parent);
+	imp->depth -= parent != NULL;
+	return g;
 }
 
 /* ---- functions and the model ------------------------------------------------------------ */
@@ -896,11 +1001,13 @@ Module *onnx_import_buffer(const char *name, const void *data, size_t size)
 	/* protobuf-c copies every string and bytes field into the arena, so
 	 * nothing in the module points into data. */
 	ProtobufCAllocator alloc = { arena_palloc, arena_pfree, imp.a };
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
-	if (!mp)
-		fail(&imp, "not an ONNX model: malformed or truncated protobuf");
-	else
-		import_model(&imp, mp);
+	if (pb_nesting_ok(&imp, data, size) == OK) {
+		Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
+		if (!mp)
+			fail(&imp, "not an ONNX model: malformed or truncated protobuf");
+		else
+			import_model(&imp, mp);
+	}
 	imp_free(&imp);
 	if (imp.failed) {
 		module_free(imp.m);

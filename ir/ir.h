@@ -48,6 +48,14 @@ FILE *xmemstream(char **buf, size_t *len);
 	} \
 	(vec).v[(vec).n++] = (x); } while (0)
 
+/* ---- limits on input structure ------------------------------------------ */
+/* Subgraphs (If, Loop and Scan bodies) nest at most IR_MAX_DEPTH deep, and
+ * so do attribute lists and seq<>/opt<> types.  Every reader refuses deeper
+ * input with a located error and the verifier checks graph nesting, so the
+ * code that recurses over the IR (printer, writer, listing, runtime) needs
+ * a bounded stack.  docs/security.md lists the limits. */
+#define IR_MAX_DEPTH 256
+
 /* ---- path.c: file access that stays inside a directory ------------------- */
 /* The real path of `path` (malloc'd) when it lies strictly inside the real
  * path of `dir`, symbolic links resolved; else NULL with errno EXDEV (it

@@ -197,6 +197,9 @@ static Status verify_graph(const GraphVisit *gv, void *ctx)
 		return OK;
 	v->scope = enter(v, gv);
 	v->pos = 0;
+	/* The recursive code after the verifier (printer, writer) relies on it. */
+	if (gv->depth == IR_MAX_DEPTH + 1)
+		err(v, g->loc, "subgraphs nest deeper than %d", IR_MAX_DEPTH);
 	for (uint32_t i = 0; i < g->nin; i++)
 		define(v, g->in[i], g->loc);
 	for (uint32_t i = 0; i < g->inits.n; i++)
