@@ -439,15 +439,18 @@ static int tensor_shape(Imp *imp, const Onnx__TensorProto *p, Tensor *t, int64_t
 	if (dt == DT_UNDEF)
 		return fail(imp, "tensor '%s': unknown data type %d", p->name ? p->name : "", p->data_type);
 	Dim *dims = ARENA_ARRAY(imp->a, Dim, p->n_dims + 1);
-	*numel = 1;
 	for (size_t i = 0; i < p->n_dims; i++) {
-		if (p->dims[i] < 0 || (p->dims[i] && *numel > (INT64_MAX / 16) / p->dims[i]))
+		if (p->dims[i] < 0)
 			return fail(imp, "tensor '%s': bad dimension %lld", p->name ? p->name : "", (long long)p->dims[i]);
 		dims[i].v = p->dims[i];
-		*numel *= p->dims[i];
 	}
+	if (p->n_dims > INT32_MAX)
+		return fail(imp, "tensor '%s': too many dimensions", p->name ? p->name : "");
 	t->type = type_tensor(imp->a, dt, (int32_t)p->n_dims, dims);
-	t->nbytes = dt == DT_STR ? 0 : (size_t)((*numel * dtype_bits(dt) + 7) / 8);
+	int64_t nbytes;
+	if (type_size(t->type, numel, &nbytes) != OK)
+		return fail(imp, "tensor '%s' holds more than INT64_MAX bytes", p->name ? p->name : "");
+	t->nbytes = (size_t)nbytes;
 	return 0;
 }
 

@@ -873,7 +873,11 @@ static int fill_numbers(Parser *p, Tensor *t, ArgVec *el, Loc loc)
 Arg b_tensor(Parser *p, Type *ty, Arg *data, YYLTYPE lt, YYLTYPE ld)
 {
 	Loc loc = b_loc(p, ld);
-	int64_t numel = type_numel(ty);
+	int64_t numel, nbytes;
+	if (type_size(ty, &numel, &nbytes) != OK) {
+		diag_error(b_loc(p, lt), "the tensor type holds more than INT64_MAX bytes");
+		return (Arg){ .kind = A_NONE };
+	}
 	if (ty->kind != TY_TENSOR || numel < 0) {
 		diag_error(b_loc(p, lt), "a tensor literal needs a tensor type with every dimension known");
 		return (Arg){ .kind = A_NONE };

@@ -199,7 +199,17 @@ typedef struct Type {
 } Type;
 
 int type_equal(const Type *a, const Type *b);
-int64_t type_numel(const Type *t);      /* -1 unless every dim is known */
+/* Sizes are checked for overflow: a tensor holds at most INT64_MAX bytes
+ * (the verifier refuses a static shape that would hold more).  a * b for
+ * a, b >= 0, FAILED past INT64_MAX. */
+Status mul_i64(int64_t a, int64_t b, int64_t *r);
+/* The bytes of numel elements of t (4-bit types packed), FAILED past INT64_MAX. */
+Status dtype_nbytes(DType t, int64_t numel, int64_t *r);
+/* Every dim known: OK with the element count and byte size (a zero dim
+ * makes both 0 whatever the others are); FAILED when either passes
+ * INT64_MAX.  -1 in *numel when a dim is unknown (not a failure). */
+Status type_size(const Type *t, int64_t *numel, int64_t *nbytes);
+int64_t type_numel(const Type *t);      /* -1 unless every dim is known and the size fits */
 
 /* ---- tensors (inline constants and tensor attributes) -------------------- */
 typedef struct Str { const char *s; uint32_t n; } Str;
@@ -219,7 +229,7 @@ int dtype_is_int(DType t);
 int tensor_put(DType t, uint8_t *d, size_t i, double f, int64_t v, int is_int);
 double tensor_get_f(DType t, const uint8_t *d, size_t i);
 int64_t tensor_get_i(DType t, const uint8_t *d, size_t i);
-size_t tensor_nbytes(DType t, int64_t numel);
+size_t tensor_nbytes(DType t, int64_t numel);      /* numel known to fit (dtype_nbytes) */
 
 /* ---- operators (ops.def) ------------------------------------------------- */
 enum { /* well-known domains; others are interned names */
