@@ -330,7 +330,9 @@ static const ExtFile *ext_file(Imp *imp, const char *loc)
 	if (!real)
 		return NULL;
 	ExtFile f = { s, NULL, 0 };
-	f.map = map_file(imp, real, &f.size, O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO named as data must not hang the run before the
+	 * regular-file check refuses it. */
+	f.map = map_file(imp, real, &f.size, O_NOFOLLOW | O_NONBLOCK);
 	if (!f.map)
 		return NULL;
 	VEC_PUSH(imp->a, imp->ext, f);
