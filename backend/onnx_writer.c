@@ -1144,6 +1144,25 @@ static char *side_path(Writer *w, const char *path, const char **location)
 	return slash ? afmt(w, "%.*s/%s", (int)(slash - path), path, file) : (char *)file;
 }
 
+/* The side file replaces whatever has its name, by rename; a symbolic
+ * link there that leads out of the model's directory is refused rather
+ * than replaced, since whoever put it there meant the data to go
+ * elsewhere, and onnxc writes only beside the model. */
+static Status side_link_ok(Writer *w, const char *path, const char *side)
+{
+	struct stat sb;
+	if (lstat(side, &sb) != 0 || !S_ISLNK(sb.st_mode))
+		return OK;
+	const char *slash = strrchr(path, '/');
+	const char *dirname = !slash ? "." : slash == path ? "/" : afmt(w, "%.*s", (int)(slash - path), path);
+	char *real = path_inside(dirname, side);
+	Status st = real ? OK : FAILED;
+	if (st != OK)
+		diag_error(file_loc(side), "the external data file is a symbolic link that leads outside the model's directory");
+	free(real);
+	return st;
+}
+
 static int want_external(const OnnxWriteOptions *opt, const OnnxBuilt *b)
 {
 	return (opt && opt->external) || b->init_bytes > AUTO_EXTERNAL_BYTES;
@@ -1201,7 +1220,7 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt)
 	if (rc == 0 && want_external(opt, &b)) {
 		side = side_path(&w, path, &ext.location);
 		ext.threshold = opt && opt->external_threshold ? opt->external_threshold : 1024;
-		rc = side == NULL;
+		rc = side == NULL || side_link_ok(&w, path, side) != OK;
 	}
 	if (rc == 0)
 		rc = write_files(&b, path, side ? &ext : NULL, side);

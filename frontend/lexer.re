@@ -620,6 +620,43 @@ done:
 	return tok;
 }
 
+/* The parser's stack, and the recursion over what it builds, grow with
+ * nesting: lists and seq<>/opt<> types nest at most IR_MAX_DEPTH deep,
+ * brackets of every kind together
+ * 4 * IR_MAX_DEPTH deep (a subgraph opens two or three; the parser counts
+ * subgraphs themselves).  Past a limit the input ends after one error. */
+static int nest(Parser *p, int tok, const YYLTYPE *lloc)
+{
+	Lexer *l = &p->lex;
+	int open = tok == '(' || tok == '[' || tok == '{' || tok == '<' || tok == CALL;
+	int close = tok == ')' || tok == ']' || tok == '}' || tok == '>';
+	uint32_t *k = tok == '[' || tok == ']' ? &l->lists : tok == '<' || tok == '>' ? &l->types : NULL;
+	if (tok == '[' && l->last_tok == DTYPE)
+		l->dims = 1, k = NULL;              /* a type's dims: never nested */
+	else if (tok == ']' && l->dims)
+		l->dims = 0, k = NULL;
+	if (close) {
+		l->all -= l->all > 0;
+		if (k)
+			*k -= *k > 0;
+	}
+	if (!open)
+		return tok;
+	l->all++;
+	if (k)
+		++*k;
+	const char *what = l->lists > IR_MAX_DEPTH ? "lists" : l->types > IR_MAX_DEPTH ? "types" : NULL;
+	if (!what && l->all <= 4 * IR_MAX_DEPTH)
+		return tok;
+	Loc at = { p->file, (uint32_t)lloc->first_line, (uint32_t)lloc->first_column };
+	if (what)
+		diag_error(at, "%s nest deeper than %d", what, IR_MAX_DEPTH);
+	else
+		diag_error(at, "brackets nest deeper than %d", 4 * IR_MAX_DEPTH);
+	l->too_deep = 1;
+	return 0;
+}
+
 /* After a syntax error the lexer drops the rest of the broken statement:
  * tokens on the error's line and everything inside braces opened there (so
  * a broken graph header skips its whole body).  It resumes at the first
@@ -628,9 +665,9 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, Parser *p)
 {
 	Lexer *l = &p->lex;
 	for (;;) {
-		if (diag_too_many())
+		if (diag_too_many() || l->too_deep)
 			return 0;
-		int tok = scan(p, lval, lloc);
+		int tok = nest(p, scan(p, lval, lloc), lloc);
 		l->last_tok = tok;
 		if (!p->skipping || tok == 0)
 			return tok;

@@ -34,6 +34,7 @@ typedef struct Imp {
 	ValueId *bysym;             /* Sym -> value defined under that name */
 	uint32_t nbysym;
 	VEC(ExtFile) ext;
+	uint32_t depth;             /* graphs open around the one being read */
 	int failed;
 } Imp;
 
@@ -102,9 +103,88 @@ static ValueId lookup(Imp *imp, const char *name)
 static void *arena_palloc(void *data, size_t n) { return arena_alloc(data, n ? n : 1); }
 static void arena_pfree(void *data, void *p) { (void)data; (void)p; }
 
-static const uint8_t *map_file(Imp *imp, const char *path, size_t *size)
+/* protobuf-c unpacks nested messages by recursion, so bytes nested deeper
+ * than the stack can take would crash it.  Its descriptors say which
+ * fields are messages: this walks the wire format with its own stack
+ * first and refuses deep nesting.  A model of IR_MAX_DEPTH nested graphs
+ * (three messages each: attribute, graph, node) with seq<> types
+ * IR_MAX_DEPTH deep inside (two each) stays under PB_MAX_DEPTH.  Bytes
+ * that do not parse are left for the unpacker to report. */
+#define PB_MAX_DEPTH (6 * IR_MAX_DEPTH)
+
+typedef struct PbFrame { const ProtobufCMessageDescriptor *d; size_t end; } PbFrame;
+
+static int pb_varint(const uint8_t *p, size_t *i, size_t end, uint64_t *v)
 {
-	int fd = open(path, O_RDONLY);
+	*v = 0;
+	for (int shift = 0; shift < 64 && *i < end; shift += 7) {
+		uint8_t b = p[(*i)++];
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* Enters a length-delimited field: a message field is pushed, anything
+ * else skipped.  -1 when the bytes do not parse. */
+static int pb_field(PbFrame *st, int *top, const uint8_t *p, size_t *i, uint64_t tag)
+{
+	uint64_t len;
+	size_t end = st[*top].end;
+	if (pb_varint(p, i, end, &len) || len > end - *i)
+		return -1;
+	const ProtobufCFieldDescriptor *f = tag >> 3 <= UINT32_MAX
+		? protobuf_c_message_descriptor_get_field(st[*top].d, (unsigned)(tag >> 3)) : NULL;
+	if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE) {
+		*i += (size_t)len;
+		return 0;
+	}
+	st[++*top] = (PbFrame){ f->descriptor, *i + (size_t)len };
+	return 0;
+}
+
+static int pb_skip(const uint8_t *p, size_t *i, size_t end, unsigned wire)
+{
+	uint64_t v;
+	size_t w = wire == 1 ? 8 : 4;
+	if (wire == 0)
+		return pb_varint(p, i, end, &v);
+	if ((wire != 1 && wire != 5) || end - *i < w)
+		return -1;
+	*i += w;
+	return 0;
+}
+
+static Status pb_nesting_ok(Imp *imp, const uint8_t *p, size_t n)
+{
+	PbFrame *st = xreallocarray(NULL, PB_MAX_DEPTH + 1, sizeof *st);
+	int top = 0, bad = 0;
+	size_t i = 0;
+	st[0] = (PbFrame){ &onnx__model_proto__descriptor, n };
+	while (!bad && top < PB_MAX_DEPTH) {
+		while (top >= 0 && i == st[top].end)
+			top--;
+		if (top < 0)
+			break;
+		uint64_t tag;
+		if (pb_varint(p, &i, st[top].end, &tag))
+			bad = 1;
+		else if ((tag & 7) == 2)
+			bad = pb_field(st, &top, p, &i, tag) != 0;
+		else
+			bad = pb_skip(p, &i, st[top].end, (unsigned)(tag & 7)) != 0;
+	}
+	free(st);
+	if (top < PB_MAX_DEPTH)
+		return OK;
+	fail(imp, "protobuf messages nest deeper than %d (subgraphs may nest %d deep)", PB_MAX_DEPTH, IR_MAX_DEPTH);
+	return FAILED;
+}
+
+static const uint8_t *map_file(Imp *imp, const char *path, size_t *size, int flags)
+{
+	int fd = open(path, O_RDONLY | flags);
 	struct stat sb;
 	const uint8_t *p = NULL;
 	if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -157,20 +237,25 @@ static Type *tensor_type(Imp *imp, int32_t elem, const Onnx__TensorShapeProto *s
 	return type_tensor(imp->a, dt, (int32_t)shape->n_dim, dims);
 }
 
-/* NULL for no type (or after an error, which sets imp->failed). */
-static Type *import_type(Imp *imp, const Onnx__TypeProto *t)
+/* seq<> and opt<> nest at most IR_MAX_DEPTH deep.  NULL for no type (or
+ * after an error, which sets imp->failed). */
+static Type *import_type_at(Imp *imp, const Onnx__TypeProto *t, int depth)
 {
 	if (!t)
 		return NULL;
+	if (depth > IR_MAX_DEPTH) {
+		fail(imp, "types nest deeper than %d", IR_MAX_DEPTH);
+		return NULL;
+	}
 	switch (t->value_case) {
 	case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
 		return tensor_type(imp, t->tensor_type->elem_type, t->tensor_type->shape);
 	case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE: {
-		Type *e = import_type(imp, t->sequence_type->elem_type);
+		Type *e = import_type_at(imp, t->sequence_type->elem_type, depth + 1);
 		return e ? type_wrap(imp->a, TY_SEQ, e) : NULL;
 	}
 	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: {
-		Type *e = import_type(imp, t->optional_type->elem_type);
+		Type *e = import_type_at(imp, t->optional_type->elem_type, depth + 1);
 		return e ? type_wrap(imp->a, TY_OPT, e) : NULL;
 	}
 	case ONNX__TYPE_PROTO__VALUE__NOT_SET:
@@ -179,6 +264,11 @@ static Type *import_type(Imp *imp, const Onnx__TypeProto *t)
 		fail(imp, "map and sparse tensor types are not supported");
 		return NULL;
 	}
+}
+
+static Type *import_type(Imp *imp, const Onnx__TypeProto *t)
+{
+	return import_type_at(imp, t, 0);
 }
 
 /* ---- tensors ---------------------------------------------------------------------- */
@@ -207,6 +297,26 @@ static int bad_location(const char *loc)
 	return 0;
 }
 
+/* A location without `..` can still leave the directory through a
+ * symbolic link (the file itself or a directory on the way): the real path
+ * must lie inside the directory's real path.  The real path is what gets
+ * opened, so a link swapped in after the check is not followed either. */
+/* The real path is what gets opened (without following a final link),
+ * so a link swapped in after the check is not followed either. */
+static char *resolve_inside(Imp *imp, const char *path, const char *loc)
+{
+	char *real = path_inside(imp->dir, path);
+	if (!real && errno == EXDEV)
+		fail(imp, "external data location '%s' leads outside the model's directory through a symbolic link", loc);
+	else if (!real) {
+		diag_error((Loc){ sym_cstr(path), 0, 0 }, "cannot open: %s", strerror(errno));
+		imp->failed = 1;
+	}
+	char *r = real ? arena_strndup(imp->a, real, strlen(real)) : NULL;
+	free(real);
+	return r;
+}
+
 static const ExtFile *ext_file(Imp *imp, const char *loc)
 {
 	Sym s = sym_cstr(loc);
@@ -216,8 +326,13 @@ static const ExtFile *ext_file(Imp *imp, const char *loc)
 	size_t n = strlen(imp->dir) + strlen(loc) + 2;
 	char *path = arena_alloc(imp->a, n);
 	snprintf(path, n, "%s/%s", imp->dir, loc);
+	char *real = resolve_inside(imp, path, loc);
+	if (!real)
+		return NULL;
 	ExtFile f = { s, NULL, 0 };
-	f.map = map_file(imp, path, &f.size);
+	/* O_NONBLOCK: a FIFO named as data must not hang the run before the
+	 * regular-file check refuses it. */
+	f.map = map_file(imp, real, &f.size, O_NOFOLLOW | O_NONBLOCK);
 	if (!f.map)
 		return NULL;
 	VEC_PUSH(imp->a, imp->ext, f);
@@ -326,15 +441,18 @@ static int tensor_shape(Imp *imp, const Onnx__TensorProto *p, Tensor *t, int64_t
 	if (dt == DT_UNDEF)
 		return fail(imp, "tensor '%s': unknown data type %d", p->name ? p->name : "", p->data_type);
 	Dim *dims = ARENA_ARRAY(imp->a, Dim, p->n_dims + 1);
-	*numel = 1;
 	for (size_t i = 0; i < p->n_dims; i++) {
-		if (p->dims[i] < 0 || (p->dims[i] && *numel > (INT64_MAX / 16) / p->dims[i]))
+		if (p->dims[i] < 0)
 			return fail(imp, "tensor '%s': bad dimension %lld", p->name ? p->name : "", (long long)p->dims[i]);
 		dims[i].v = p->dims[i];
-		*numel *= p->dims[i];
 	}
+	if (p->n_dims > INT32_MAX)
+		return fail(imp, "tensor '%s': too many dimensions", p->name ? p->name : "");
 	t->type = type_tensor(imp->a, dt, (int32_t)p->n_dims, dims);
-	t->nbytes = dt == DT_STR ? 0 : (size_t)((*numel * dtype_bits(dt) + 7) / 8);
+	int64_t nbytes;
+	if (type_size(t->type, numel, &nbytes) != OK)
+		return fail(imp, "tensor '%s' holds more than INT64_MAX bytes", p->name ? p->name : "");
+	t->nbytes = (size_t)nbytes;
 	return 0;
 }
 
@@ -575,7 +693,9 @@ static int import_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a
 		return p->t && (a->u.t = import_tensor(imp, p->t)) ? 0 : fail(imp, "attribute '%s': bad tensor", p->name);
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
 		a->kind = A_GRAPH;
-		return p->g && (a->u.g = import_graph(imp, p->g, g)) ? 0 : fail(imp, "attribute '%s': bad graph", p->name);
+		if (!p->g)
+			return fail(imp, "attribute '%s': no graph", p->name);
+		return (a->u.g = import_graph(imp, p->g, g)) ? 0 : -1;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO:
 		a->kind = A_TYPE;
 		a->u.ty = import_type(imp, p->tp);
@@ -750,7 +870,7 @@ static void value_infos(Imp *imp, Onnx__ValueInfoProto **vi, size_t n)
 	}
 }
 
-static Graph *import_graph(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
+static Graph *import_graph_body(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
 {
 	Graph *g = graph_new(imp->m, sym_cstr(p->name ? p->name : ""), parent);
 	g->loc = imp->loc;
@@ -768,6 +888,19 @@ static Graph *import_graph(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
 		value_infos(imp, p->value_info, p->n_value_info);
 	undefine_all(imp, &defs);
 	return rc == 0 && !imp->failed ? g : NULL;
+}
+
+/* Subgraphs nest at most IR_MAX_DEPTH deep (the top graph is depth 0). */
+static Graph *import_graph(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
+{
+	if (parent && imp->depth >= IR_MAX_DEPTH) {
+		fail(imp, "graph '%s': subgraphs nest deeper than %d", p->name ? p->name : "", IR_MAX_DEPTH);
+		return NULL;
+	}
+	imp->depth += parent != NULL;
+	Graph *g = import_graph_body(imp, p, parent);
+	imp->depth -= parent != NULL;
+	return g;
 }
 
 /* ---- functions and the model ------------------------------------------------------------ */
@@ -873,11 +1006,13 @@ Module *onnx_import_buffer(const char *name, const void *data, size_t size)
 	/* protobuf-c copies every string and bytes field into the arena, so
 	 * nothing in the module points into data. */
 	ProtobufCAllocator alloc = { arena_palloc, arena_pfree, imp.a };
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
-	if (!mp)
-		fail(&imp, "not an ONNX model: malformed or truncated protobuf");
-	else
-		import_model(&imp, mp);
+	if (pb_nesting_ok(&imp, data, size) == OK) {
+		Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
+		if (!mp)
+			fail(&imp, "not an ONNX model: malformed or truncated protobuf");
+		else
+			import_model(&imp, mp);
+	}
 	imp_free(&imp);
 	if (imp.failed) {
 		module_free(imp.m);
@@ -890,7 +1025,7 @@ Module *onnx_import(const char *path)
 {
 	Imp imp = { .path = path, .loc = { sym_cstr(path), 0, 0 } };
 	size_t size;
-	const uint8_t *data = map_file(&imp, path, &size);
+	const uint8_t *data = map_file(&imp, path, &size, 0);
 	if (!data)
 		return NULL;
 	Module *m = onnx_import_buffer(path, data, size);

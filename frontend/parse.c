@@ -149,7 +149,7 @@ Loc b_loc(Parser *p, YYLTYPE l)
 
 void yyerror(YYLTYPE *lloc, Parser *p, const char *msg)
 {
-	if (diag_too_many())    /* the lexer ended the input on purpose */
+	if (diag_too_many() || p->lex.too_deep)     /* the lexer ended the input on purpose */
 		return;
 	diag_error(b_loc(p, *lloc), "%s", msg);
 	/* Skip the rest of the broken line unless the offending token already
@@ -306,6 +306,13 @@ Graph *b_subgraph_begin(Parser *p, Sym name, YYLTYPE l)
 	if (!p->g) {
 		diag_error(b_loc(p, l), "a subgraph may only appear inside a graph");
 		return graph_begin(p, name, NULL, l);
+	}
+	uint32_t depth = 1;
+	for (const Graph *g = p->g; g->parent; g = g->parent)
+		depth++;
+	if (depth > IR_MAX_DEPTH) {     /* reported once: the input ends here */
+		diag_error(b_loc(p, l), "subgraphs nest deeper than %d", IR_MAX_DEPTH);
+		p->lex.too_deep = 1;
 	}
 	return graph_begin(p, name, p->g, l);
 }
@@ -866,7 +873,11 @@ static int fill_numbers(Parser *p, Tensor *t, ArgVec *el, Loc loc)
 Arg b_tensor(Parser *p, Type *ty, Arg *data, YYLTYPE lt, YYLTYPE ld)
 {
 	Loc loc = b_loc(p, ld);
-	int64_t numel = type_numel(ty);
+	int64_t numel, nbytes;
+	if (type_size(ty, &numel, &nbytes) != OK) {
+		diag_error(b_loc(p, lt), "the tensor type holds more than INT64_MAX bytes");
+		return (Arg){ .kind = A_NONE };
+	}
 	if (ty->kind != TY_TENSOR || numel < 0) {
 		diag_error(b_loc(p, lt), "a tensor literal needs a tensor type with every dimension known");
 		return (Arg){ .kind = A_NONE };

@@ -36,6 +36,9 @@ typedef struct Lexer {
 	const char *cur, *lim, *bol;
 	uint32_t line;
 	int last_tok;               /* kind of the last token read */
+	uint32_t lists, types, all; /* open '[', '<', and brackets of any kind */
+	int dims;                   /* inside a type's dims, `f32 [2, 3]` */
+	int too_deep;               /* nesting passed a limit: input ended */
 } Lexer;
 
 typedef struct SymTab SymTab;

@@ -48,6 +48,20 @@ FILE *xmemstream(char **buf, size_t *len);
 	} \
 	(vec).v[(vec).n++] = (x); } while (0)
 
+/* ---- limits on input structure ------------------------------------------ */
+/* Subgraphs (If, Loop and Scan bodies) nest at most IR_MAX_DEPTH deep, and
+ * so do attribute lists and seq<>/opt<> types.  Every reader refuses deeper
+ * input with a located error and the verifier checks graph nesting, so the
+ * code that recurses over the IR (printer, writer, listing, runtime) needs
+ * a bounded stack.  docs/security.md lists the limits. */
+#define IR_MAX_DEPTH 256
+
+/* ---- path.c: file access that stays inside a directory ------------------- */
+/* The real path of `path` (malloc'd) when it lies strictly inside the real
+ * path of `dir`, symbolic links resolved; else NULL with errno EXDEV (it
+ * leads outside) or realpath's errno (it cannot be resolved). */
+char *path_inside(const char *dir, const char *path);
+
 /* ---- hashmap.c: one hash map ---------------------------------------------- */
 /* Open addressing, linear probing, power-of-two capacity, load <= 1/2.
  * Entries are nonzero uintptr_t items (a pointer, or a small integer such
@@ -191,7 +205,17 @@ typedef struct Type {
 } Type;
 
 int type_equal(const Type *a, const Type *b);
-int64_t type_numel(const Type *t);      /* -1 unless every dim is known */
+/* Sizes are checked for overflow: a tensor holds at most INT64_MAX bytes
+ * (the verifier refuses a static shape that would hold more).  a * b for
+ * a, b >= 0, FAILED past INT64_MAX. */
+Status mul_i64(int64_t a, int64_t b, int64_t *r);
+/* The bytes of numel elements of t (4-bit types packed), FAILED past INT64_MAX. */
+Status dtype_nbytes(DType t, int64_t numel, int64_t *r);
+/* Every dim known: OK with the element count and byte size (a zero dim
+ * makes both 0 whatever the others are); FAILED when either passes
+ * INT64_MAX.  -1 in *numel when a dim is unknown (not a failure). */
+Status type_size(const Type *t, int64_t *numel, int64_t *nbytes);
+int64_t type_numel(const Type *t);      /* -1 unless every dim is known and the size fits */
 
 /* ---- tensors (inline constants and tensor attributes) -------------------- */
 typedef struct Str { const char *s; uint32_t n; } Str;
@@ -211,7 +235,7 @@ int dtype_is_int(DType t);
 int tensor_put(DType t, uint8_t *d, size_t i, double f, int64_t v, int is_int);
 double tensor_get_f(DType t, const uint8_t *d, size_t i);
 int64_t tensor_get_i(DType t, const uint8_t *d, size_t i);
-size_t tensor_nbytes(DType t, int64_t numel);
+size_t tensor_nbytes(DType t, int64_t numel);      /* numel known to fit (dtype_nbytes) */
 
 /* ---- operators (ops.def) ------------------------------------------------- */
 enum { /* well-known domains; others are interned names */

@@ -136,5 +136,8 @@ int64_t tensor_get_i(DType t, const uint8_t *d, size_t i)
 
 size_t tensor_nbytes(DType t, int64_t numel)
 {
-	return ((size_t)numel * (size_t)dtype_bits(t) + 7) / 8;
+	int64_t r;
+	if (numel < 0 || dtype_nbytes(t, numel, &r) != OK)
+		ONNXC_BUG("tensor_nbytes: %lld elements of %s", (long long)numel, dtype_name(t));
+	return (size_t)r;
 }

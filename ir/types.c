@@ -58,19 +58,52 @@ int type_equal(const Type *a, const Type *b)
 	return 1;
 }
 
-int64_t type_numel(const Type *t)
+Status mul_i64(int64_t a, int64_t b, int64_t *r)
 {
+	if (a && b > INT64_MAX / a)
+		return FAILED;
+	*r = a * b;
+	return OK;
+}
+
+/* numel / 8 * bits first, so no step passes the result's own size. */
+Status dtype_nbytes(DType t, int64_t numel, int64_t *r)
+{
+	int64_t bits = dtype_bits(t), whole;
+	if (mul_i64(numel / 8, bits, &whole) != OK)
+		return FAILED;
+	int64_t rest = (numel % 8 * bits + 7) / 8;
+	if (whole > INT64_MAX - rest)
+		return FAILED;
+	*r = whole + rest;
+	return OK;
+}
+
+Status type_size(const Type *t, int64_t *numel, int64_t *nbytes)
+{
+	*numel = *nbytes = -1;
 	if (!t || t->kind != TY_TENSOR || t->rank < 0)
-		return -1;
+		return OK;
 	int64_t n = 1;
+	int over = 0;
 	for (int i = 0; i < t->rank; i++) {
 		if (t->dims[i].sym || t->dims[i].v < 0)
-			return -1;
-		if (t->dims[i].v && n > INT64_MAX / t->dims[i].v)
-			return -1;
-		n *= t->dims[i].v;
+			return OK;
+		if (t->dims[i].v == 0)
+			n = 0, over = 0;        /* zero elements, whatever came before */
+		else if (n && mul_i64(n, t->dims[i].v, &n) != OK)
+			over = 1;
 	}
-	return n;
+	if (over || dtype_nbytes((DType)t->dtype, n, nbytes) != OK)
+		return FAILED;
+	*numel = n;
+	return OK;
+}
+
+int64_t type_numel(const Type *t)
+{
+	int64_t n, b;
+	return type_size(t, &n, &b) == OK ? n : -1;
 }
 
 Type *type_tensor(Arena *a, DType dt, int32_t rank, const Dim *dims)

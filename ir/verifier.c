@@ -62,6 +62,24 @@ static const char *vn(Verifier *v, ValueId id)
 	return b;
 }
 
+/* A static shape whose byte size passes INT64_MAX cannot exist; every
+ * size computed later (writer, folding, runtime) may rely on that. */
+static void check_size(Verifier *v, const Type *t, Loc loc)
+{
+	while (t && t->kind != TY_TENSOR)
+		t = t->elem;
+	int64_t numel, nbytes;
+	if (!t || type_size(t, &numel, &nbytes) == OK)
+		return;
+	char *s;
+	size_t n;
+	FILE *f = xmemstream(&s, &n);
+	print_type(f, t);
+	fclose(f);
+	err(v, loc, "type %s holds more than INT64_MAX bytes", s);
+	free(s);
+}
+
 static void define(Verifier *v, ValueId id, Loc loc)
 {
 	if (id == VNONE)
@@ -70,6 +88,7 @@ static void define(Verifier *v, ValueId id, Loc loc)
 		err(v, loc, "result refers to no value");
 		return;
 	}
+	check_size(v, v->m->vals.v[id].type, v->m->vals.v[id].loc.file ? v->m->vals.v[id].loc : loc);
 	if (v->def_graph[id])
 		err(v, loc, "value %s is defined twice", vn(v, id));
 	v->def_graph[id] = v->scope->g;
@@ -197,6 +216,9 @@ static Status verify_graph(const GraphVisit *gv, void *ctx)
 		return OK;
 	v->scope = enter(v, gv);
 	v->pos = 0;
+	/* The recursive code after the verifier (printer, writer) relies on it. */
+	if (gv->depth == IR_MAX_DEPTH + 1)
+		err(v, g->loc, "subgraphs nest deeper than %d", IR_MAX_DEPTH);
 	for (uint32_t i = 0; i < g->nin; i++)
 		define(v, g->in[i], g->loc);
 	for (uint32_t i = 0; i < g->inits.n; i++)
@@ -211,8 +233,11 @@ static Status verify_graph(const GraphVisit *gv, void *ctx)
 		err(v, g->loc, "graph node count is stale");
 	v->loc = g->loc;
 	v->pos = count + 1;
-	for (uint32_t i = 0; i < g->nout; i++)
+	for (uint32_t i = 0; i < g->nout; i++) {
 		use(g->out[i], v);
+		if (g->out_decl)
+			check_size(v, g->out_decl[i], g->loc);
+	}
 	return OK;
 }
 

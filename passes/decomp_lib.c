@@ -232,7 +232,8 @@ static Status load_dir(DecompLib *lib, const char *dir)
 			names[n++] = xstrdup(e->d_name);
 		}
 	closedir(d);
-	qsort(names, n, sizeof *names, cmp_str);
+	if (n)          /* names is NULL for an empty directory: qsort wants a pointer */
+		qsort(names, n, sizeof *names, cmp_str);
 	Status st = OK;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(dir) + strlen(names[i]) + 2;

@@ -277,19 +277,17 @@ static Arg contiguous_view(const Decompose *x, const Node *call)
 	Arg no = { .kind = A_BOOL, .u.i = 0 }, yes = { .kind = A_BOOL, .u.i = 1 };
 	if (k < 2 || !t || t->kind != TY_TENSOR || t->rank < 0 || l[0]->n != l[1]->n)
 		return no;
-	int64_t numel = 1, want = 1;
-	for (int32_t i = 0; i < t->rank; i++) {
-		if (t->dims[i].sym || t->dims[i].v < 0)
-			return no;
-		numel *= t->dims[i].v;
-	}
+	int64_t numel = type_numel(t), want = 1;
+	if (numel < 0)
+		return no;
 	for (uint32_t i = l[0]->n; i-- > 0;) {
 		const Arg *sz = &l[0]->u.list[i], *st = &l[1]->u.list[i];
-		if (sz->kind != A_INT || st->kind != A_INT)
+		if (sz->kind != A_INT || st->kind != A_INT || sz->u.i < 0)
 			return no;
 		if (sz->u.i != 1 && st->u.i != want)
 			return no;
-		want *= sz->u.i;
+		if (mul_i64(want, sz->u.i, &want) != OK)
+			return no;
 	}
 	return want == numel ? yes : no;
 }

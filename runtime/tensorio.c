@@ -74,10 +74,11 @@ static RTensor *npy_parse(const char *path, const uint8_t *b, size_t len)
 		diag_error(file_loc(path), "not a .npy file (version 1 to 3)");
 		return NULL;
 	}
-	size_t hl = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8 : len < 12 ? SIZE_MAX :
-		(size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+	/* Versions 2 and 3 have a 4-byte header length: 12 bytes before it. */
 	size_t start = b[6] == 1 ? 10 : 12;
-	if (hl > len - start) {
+	size_t hl = len < start ? SIZE_MAX : b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8 :
+		(size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+	if (len < start || hl > len - start) {
 		diag_error(file_loc(path), ".npy header runs past the end of the file");
 		return NULL;
 	}

@@ -7,6 +7,9 @@
 #                                PyTorch, the Python API, end-to-end tests
 #   bash utils/test.sh --quick   build, lit, kernels, decompositions, the
 #                                Python API and end-to-end only
+#   bash utils/test.sh --fuzz-long[=SECONDS]
+#                                only the fuzz targets, each for SECONDS
+#                                (default 600), under ASan and UBSan
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
@@ -21,13 +24,23 @@ PY=/usr/bin/python3
 LIT=(/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py)
 JOBS=2
 QUICK=0
-FUZZ_SECONDS=60
-FUZZ_IMPORT_SECONDS=30
+FUZZ_LONG=0
+# The smoke runs of step 4: target, seed corpus, seconds (165 in all).
+FUZZ_TARGETS=(
+  "fuzz-parser test/fuzz/corpus 45"
+  "fuzz-import test/fuzz/import_corpus 35"
+  "fuzz-safetensors test/fuzz/safetensors_corpus 30"
+  "fuzz-external test/fuzz/external_corpus 25"
+  "fuzz-decomp test/fuzz/decomp_corpus 30"
+)
 
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --fuzz-long) FUZZ_LONG=600 ;;
+    --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
+      [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -140,6 +153,49 @@ closing_counts() {
          END { if (!found) print "0 0 0" }'
 }
 
+# fuzz TARGET SEEDS SECONDS: builds build-fuzz/TARGET, runs it over a copy
+# of SEEDS, stops the run on a crash, and sets FUZZ_RUNS to its executions.
+fuzz() {
+  local target=$1 seeds=$2 seconds=$3 rc
+  local corpus="$LOGDIR/corpus-$target" log="$LOGDIR/$target.log"
+  compile build-fuzz "$target" || fail fuzz "building $target with clang failed"
+  mkdir -p "$corpus"
+  cp -r "$seeds/." "$corpus/"
+  echo "+ build-fuzz/$target -max_total_time=$seconds (corpus: $(ls "$corpus" | wc -l) files, copied)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    build-fuzz/"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$corpus" > "$log" 2>&1
+  rc=$?
+  tail -n 25 "$log"
+  [ "$rc" -eq 0 ] || fail fuzz "$target found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
+  FUZZ_RUNS=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
+}
+
+# fuzz_all [SECONDS]: configures build-fuzz/ and runs every target in
+# FUZZ_TARGETS, each for its own time or for SECONDS.
+fuzz_all() {
+  local entry target seeds seconds runs=()
+  CC=clang configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXC_FUZZ=ON \
+    "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined" ||
+    fail fuzz "cmake configure of build-fuzz/ failed"
+  for entry in "${FUZZ_TARGETS[@]}"; do
+    read -r target seeds seconds <<< "$entry"
+    fuzz "$target" "$seeds" "${1:-$seconds}"
+    runs+=("${target#fuzz-} $FUZZ_RUNS")
+  done
+  FUZZ_SUMMARY="$(IFS=,; echo "${runs[*]}")"
+}
+
+if [ "$FUZZ_LONG" != 0 ]; then
+  command -v clang >/dev/null 2>&1 || { echo "test.sh: --fuzz-long needs clang" >&2; exit 2; }
+  header "fuzz: every target for ${FUZZ_LONG}s"
+  fuzz_all "$FUZZ_LONG"
+  note fuzz "ok: runs: $FUZZ_SUMMARY"
+  count 1 0 0
+  finish
+  exit 0
+fi
+
 # ---- 1. build ----
 header "build: build/ (RelWithDebInfo)"
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo || fail build "cmake configure or build of build/ failed"
@@ -166,40 +222,17 @@ fi
 
 # Benchmarks (build/onnxc-bench) are separate and not run here.
 
-# fuzz TARGET SEEDS SECONDS: builds build-fuzz/TARGET, runs it over a copy
-# of SEEDS, stops the run on a crash, and sets FUZZ_RUNS to its executions.
-fuzz() {
-  local target=$1 seeds=$2 seconds=$3 rc
-  local corpus="$LOGDIR/corpus-$target" log="$LOGDIR/$target.log"
-  compile build-fuzz "$target" || fail fuzz "building $target with clang failed"
-  mkdir -p "$corpus"
-  cp -r "$seeds/." "$corpus/"
-  echo "+ build-fuzz/$target -max_total_time=$seconds (corpus: $(ls "$corpus" | wc -l) files, copied)"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    build-fuzz/"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$REPO/build-fuzz/" "$corpus" > "$log" 2>&1
-  rc=$?
-  tail -n 25 "$log"
-  [ "$rc" -eq 0 ] || fail fuzz "$target found a crash (exit $rc); the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
-  FUZZ_RUNS=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
-}
-
 # ---- 4. fuzz smoke ----
-header "fuzz: fuzz-parser for ${FUZZ_SECONDS}s, fuzz-import for ${FUZZ_IMPORT_SECONDS}s"
+header "fuzz: every reader's target, 165s in all"
 if [ "$QUICK" = 1 ]; then
   echo "skipped: --quick"; note fuzz "skipped: --quick"
 elif ! command -v clang >/dev/null 2>&1; then
   echo "skipped: clang is not installed"; note fuzz "skipped: no clang"
 else
-  CC=clang configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXC_FUZZ=ON \
-    "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined" ||
-    fail fuzz "cmake configure of build-fuzz/ failed"
-  fuzz fuzz-parser test/fuzz/corpus "$FUZZ_SECONDS"
-  parser_runs=$FUZZ_RUNS
-  # The ONNX importer (and the printer, verifier and writer behind it) on
-  # mutated models; the seeds are small models from the ONNX node tests.
-  fuzz fuzz-import test/fuzz/import_corpus "$FUZZ_IMPORT_SECONDS"
-  note fuzz "ok: $parser_runs parser runs, $FUZZ_RUNS import runs"
+  # The ONNX importer target also runs the verifier, printer and writer
+  # behind it; its seeds are small models from the ONNX node tests.
+  fuzz_all
+  note fuzz "ok: runs: $FUZZ_SUMMARY"
 fi
 
 # counted STEP HINT CMD...: runs a suite whose last line is
