@@ -4,26 +4,45 @@
     make_deep.py if DEPTH OUT.onnx     If nodes whose then_branch nests DEPTH deep
     make_deep.py seq DEPTH OUT.onnx    an input of type seq<...<f32>...> DEPTH deep
 
-Built iteratively, so any depth is cheap to make.
+Built iteratively and in place, so any depth is cheap to make.
 """
 import sys
 
+import onnx
 from onnx import TensorProto, helper
 
 
-def branch(name, out):
-    node = helper.make_node("Identity", ["x"], [out])
-    return helper.make_graph([node], name, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1])])
+def fill_branch(g, name, out):
+    g.name = name
+    g.node.append(helper.make_node("Identity", ["x"], [out]))
+    g.output.append(helper.make_tensor_value_info(out, TensorProto.FLOAT, [1]))
 
 
 def nested_ifs(depth):
-    g = branch("leaf", "y0")
-    for d in range(1, depth + 1):
-        node = helper.make_node("If", ["c"], ["y%d" % d], then_branch=g, else_branch=branch("e%d" % d, "z%d" % d))
-        g = helper.make_graph([node], "b%d" % d, [], [helper.make_tensor_value_info("y%d" % d, TensorProto.FLOAT, [1])])
-    g.input.extend([helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-                    helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])])
-    return g
+    """Built from the outside in, filling each then_branch in place: making
+    a node with a finished subgraph copies it, which is quadratic in the
+    depth."""
+    top = onnx.GraphProto()
+    g = top
+    for d in range(depth, 0, -1):
+        g.name = g.name or "b%d" % d
+        node = g.node.add()
+        node.op_type = "If"
+        node.input.append("c")
+        node.output.append("y%d" % d)
+        g.output.append(helper.make_tensor_value_info("y%d" % d, TensorProto.FLOAT, [1]))
+        other = node.attribute.add()      # in name order, as make_node puts them
+        other.name = "else_branch"
+        other.type = onnx.AttributeProto.GRAPH
+        then = node.attribute.add()
+        then.name = "then_branch"
+        then.type = onnx.AttributeProto.GRAPH
+        fill_branch(other.g, "e%d" % d, "z%d" % d)
+        g = then.g
+    fill_branch(g, "leaf", "y0")
+    top.input.extend([helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                      helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])])
+    return top
 
 
 def nested_seq(depth):
