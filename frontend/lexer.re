@@ -622,9 +622,9 @@ done:
 
 /* The parser's stack, and the recursion over what it builds, grow with
  * nesting: lists and seq<>/opt<> types nest at most IR_MAX_DEPTH deep,
- * brackets of every kind together
- * 4 * IR_MAX_DEPTH deep (a subgraph opens two or three; the parser counts
- * subgraphs themselves).  Past a limit the input ends after one error. */
+ * brackets of every kind together 4 * IR_MAX_DEPTH deep (a subgraph opens
+ * two or three; the parser counts subgraphs themselves).  Past a limit the
+ * input ends after one error. */
 static int nest(Parser *p, int tok, const YYLTYPE *lloc)
 {
 	Lexer *l = &p->lex;
