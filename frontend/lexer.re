@@ -306,15 +306,16 @@ static const char *plain_string(const char *s, Str *out)
 	return s + 1;
 }
 
-/* At most 18 digits, so the value cannot overflow. */
+/* At most 18 digits, so the value cannot overflow; longer numbers take
+ * the slow path, which reports the ones past INT64_MAX. */
 static const char *plain_uint(const char *s, int64_t *out)
 {
 	int64_t v = 0;
 	const char *b = s;
-	while ((unsigned char)*s - '0' < 10u && s - b < 19)
+	while ((unsigned char)*s - '0' < 10u && s - b < 18)
 		v = v * 10 + (*s++ - '0');
 	*out = v;
-	return s > b && s - b <= 18 ? s : NULL;
+	return s > b && (unsigned char)*s - '0' >= 10u ? s : NULL;
 }
 
 /* The text at `at` starts with `last`, the spelling of the previous
@@ -622,9 +623,9 @@ done:
 
 /* The parser's stack, and the recursion over what it builds, grow with
  * nesting: lists and seq<>/opt<> types nest at most IR_MAX_DEPTH deep,
- * brackets of every kind together
- * 4 * IR_MAX_DEPTH deep (a subgraph opens two or three; the parser counts
- * subgraphs themselves).  Past a limit the input ends after one error. */
+ * brackets of every kind together 4 * IR_MAX_DEPTH deep (a subgraph opens
+ * two or three; the parser counts subgraphs themselves).  Past a limit the
+ * input ends after one error. */
 static int nest(Parser *p, int tok, const YYLTYPE *lloc)
 {
 	Lexer *l = &p->lex;
