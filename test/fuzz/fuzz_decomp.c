@@ -16,6 +16,7 @@
 #include "frontend.h"
 #include "ir.h"
 #include "passes.h"
+#include "fuzz_common.h"
 
 static FILE *null_stream;
 static char dir[1024];
@@ -43,16 +44,8 @@ static void cleanup(void)
 
 static void setup(void)
 {
-	null_stream = fopen("/dev/null", "w");
-	if (!null_stream)
-		abort();
-	diag_set_stream(null_stream);
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !tmp[0] || strlen(tmp) > sizeof dir - 64)
-		tmp = "/tmp";
-	snprintf(dir, sizeof dir, "%s/onnxc-fuzz-decomp.XXXXXX", tmp);
-	if (!mkdtemp(dir))
-		abort();
+	null_stream = fuzz_quiet();
+	fuzz_tempdir(dir, sizeof dir, "decomp");
 	snprintf(lib_dir, sizeof lib_dir, "%s/lib", dir);
 	snprintf(path, sizeof path, "%s/fuzz.fxir", dir);
 	if (mkdir(lib_dir, 0700) != 0)

@@ -21,6 +21,7 @@
 #include "frontend.h"
 #include "ir.h"
 #include "onnx.pb-c.h"
+#include "fuzz_common.h"
 
 #define OUTSIDE_BYTE 0xa5       /* only the file outside holds it: the others count 0..127 */
 
@@ -72,16 +73,8 @@ static void cleanup(void)
 
 static void setup(void)
 {
-	null_stream = fopen("/dev/null", "w");
-	if (!null_stream)
-		abort();
-	diag_set_stream(null_stream);
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !tmp[0] || strlen(tmp) > sizeof top - 64)
-		tmp = "/tmp";
-	snprintf(top, sizeof top, "%s/onnxc-fuzz-ext.XXXXXX", tmp);
-	if (!mkdtemp(top))
-		abort();
+	null_stream = fuzz_quiet();
+	fuzz_tempdir(top, sizeof top, "ext");
 	snprintf(model_dir, sizeof model_dir, "%s/model", top);
 	snprintf(model_path, sizeof model_path, "%s/model.onnx", model_dir);
 	if (mkdir(model_dir, 0700) || mkdir(at(model_dir, "sub"), 0700))

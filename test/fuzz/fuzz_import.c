@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "frontend.h"
 #include "ir.h"
+#include "fuzz_common.h"
 
 static FILE *null_stream;
 static char dir[1024];
@@ -35,16 +36,8 @@ static void cleanup(void)
 
 static void setup(void)
 {
-	null_stream = fopen("/dev/null", "w");
-	if (!null_stream)
-		abort();
-	diag_set_stream(null_stream);
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !tmp[0] || strlen(tmp) > sizeof dir - 64)
-		tmp = "/tmp";
-	snprintf(dir, sizeof dir, "%s/onnxc-fuzz-import.XXXXXX", tmp);
-	if (!mkdtemp(dir))
-		abort();
+	null_stream = fuzz_quiet();
+	fuzz_tempdir(dir, sizeof dir, "import");
 	snprintf(model_path, sizeof model_path, "%s/fuzz.onnx", dir);
 	snprintf(out_path, sizeof out_path, "%s/out.onnx", dir);
 	const char *nw = getenv("ONNXC_FUZZ_NO_WRITE");

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "frontend.h"
 #include "ir.h"
+#include "fuzz_common.h"
 
 static FILE *null_stream;
 
@@ -37,12 +38,8 @@ static char *parse_and_print(const char *buf, size_t size, int fast, size_t *len
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!null_stream) {
-		null_stream = fopen("/dev/null", "w");
-		if (!null_stream)
-			abort();
-		diag_set_stream(null_stream);
-	}
+	if (!null_stream)
+		null_stream = fuzz_quiet();
 	char *buf = malloc(size + 1);
 	if (!buf)
 		return 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "ir.h"
 #include "runtime.h"
+#include "fuzz_common.h"
 
 static FILE *null_stream;
 static char dir[1024];
@@ -28,16 +29,8 @@ static void cleanup(void)
 
 static void setup(void)
 {
-	null_stream = fopen("/dev/null", "w");
-	if (!null_stream)
-		abort();
-	diag_set_stream(null_stream);
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !tmp[0] || strlen(tmp) > sizeof dir - 64)
-		tmp = "/tmp";
-	snprintf(dir, sizeof dir, "%s/onnxc-fuzz-st.XXXXXX", tmp);
-	if (!mkdtemp(dir))
-		abort();
+	null_stream = fuzz_quiet();
+	fuzz_tempdir(dir, sizeof dir, "st");
 	snprintf(st_path, sizeof st_path, "%s/fuzz.safetensors", dir);
 	snprintf(npy_path, sizeof npy_path, "%s/fuzz.npy", dir);
 	atexit(cleanup);
