@@ -37,11 +37,12 @@ typedef struct RunOpts {
 	uint32_t ngiven;
 } RunOpts;
 
-static _Noreturn void run_usage_error(const char *msg, const char *arg)
+/* A usage error of subcommand `sub` (run, verify): exit 2. */
+static _Noreturn void sub_usage_error(const char *sub, const char *msg, const char *arg)
 {
 	fprintf(stderr, "onnxc: error: ");
 	fprintf(stderr, msg, arg);
-	fprintf(stderr, "\nrun 'onnxc run --help' for usage\n");
+	fprintf(stderr, "\nrun 'onnxc %s --help' for usage\n", sub);
 	exit(2);
 }
 
@@ -65,7 +66,7 @@ static void add_given(RunOpts *o, const char *spec)
 		g->file = eq + 1;
 	}
 	if ((eq && (eq == spec || !eq[1])) || (!eq && !strstr(spec, ".safetensors")))
-		run_usage_error("--input %s: expected NAME=FILE.npy, NAME=FILE.safetensors or FILE.safetensors", spec);
+		sub_usage_error("run", "--input %s: expected NAME=FILE.npy, NAME=FILE.safetensors or FILE.safetensors", spec);
 }
 
 static void parse_run_args(int argc, char **argv, RunOpts *o)
@@ -80,23 +81,23 @@ static void parse_run_args(int argc, char **argv, RunOpts *o)
 			exit(0);
 		} else if (!strcmp(a, "--input") || !strcmp(a, "-input")) {
 			if (++i >= argc)
-				run_usage_error("%s needs NAME=FILE", a);
+				sub_usage_error("run", "%s needs NAME=FILE", a);
 			add_given(o, argv[i]);
 		} else if (!strncmp(a, "--input=", 8)) {
 			add_given(o, a + 8);
 		} else if (!strcmp(a, "-o")) {
 			if (++i >= argc)
-				run_usage_error("%s needs a file or directory name", a);
+				sub_usage_error("run", "%s needs a file or directory name", a);
 			o->output = argv[i];
 		} else if (a[0] == '-' && a[1]) {
-			run_usage_error("unknown option '%s'", a);
+			sub_usage_error("run", "unknown option '%s'", a);
 		} else if (o->model) {
-			run_usage_error("more than one model ('%s')", a);
+			sub_usage_error("run", "more than one model ('%s')", a);
 		} else
 			o->model = a;
 	}
 	if (!o->model)
-		run_usage_error("%s", "no model file");
+		sub_usage_error("run", "%s", "no model file");
 }
 
 /* ---- reading the model ---------------------------------------------------- */
@@ -337,21 +338,13 @@ static const char verify_usage[] =
 
 typedef struct VerifyOpts { const char *model, *ref; double rtol, atol; } VerifyOpts;
 
-static _Noreturn void verify_usage_error(const char *msg, const char *arg)
-{
-	fprintf(stderr, "onnxc: error: ");
-	fprintf(stderr, msg, arg);
-	fprintf(stderr, "\nrun 'onnxc verify --help' for usage\n");
-	exit(2);
-}
-
 static double tolerance(const char *opt, const char *s)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= 0))
-		verify_usage_error("%s: expected a number >= 0", opt);
+		sub_usage_error("verify", "%s: expected a number >= 0", opt);
 	return v;
 }
 
@@ -364,7 +357,7 @@ static void parse_verify_args(int argc, char **argv, VerifyOpts *o)
 			exit(0);
 		} else if (!strcmp(a, "--ref")) {
 			if (++i >= argc)
-				verify_usage_error("%s needs a file name", a);
+				sub_usage_error("verify", "%s needs a file name", a);
 			o->ref = argv[i];
 		} else if (!strncmp(a, "--ref=", 6)) {
 			o->ref = a + 6;
@@ -373,14 +366,14 @@ static void parse_verify_args(int argc, char **argv, VerifyOpts *o)
 		} else if (!strncmp(a, "--atol=", 7)) {
 			o->atol = tolerance(a, a + 7);
 		} else if (a[0] == '-' && a[1]) {
-			verify_usage_error("unknown option '%s'", a);
+			sub_usage_error("verify", "unknown option '%s'", a);
 		} else if (o->model) {
-			verify_usage_error("more than one model ('%s')", a);
+			sub_usage_error("verify", "more than one model ('%s')", a);
 		} else
 			o->model = a;
 	}
 	if (!o->model || !o->ref)
-		verify_usage_error("%s", !o->model ? "no model file" : "no reference file (--ref REF.safetensors)");
+		sub_usage_error("verify", "%s", !o->model ? "no model file" : "no reference file (--ref REF.safetensors)");
 }
 
 static RTensor *ref_tensor(const char *path, const SafeTensors *st, const char *prefix, const char *name, Loc loc)
