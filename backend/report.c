@@ -91,14 +91,7 @@ static Sym op_key(const Node *n)
 
 static OpCount *op_slot(Report *r, Sym s)
 {
-	if (s >= r->nop_index) {
-		uint32_t n = r->nop_index ? r->nop_index : 256;
-		while (n <= s)
-			n *= 2;
-		r->op_index = xreallocarray(r->op_index, n, sizeof *r->op_index);
-		memset(r->op_index + r->nop_index, 0, (n - r->nop_index) * sizeof *r->op_index);
-		r->nop_index = n;
-	}
+	r->op_index = xgrow_index(r->op_index, &r->nop_index, s, sizeof *r->op_index);
 	if (!r->op_index[s]) {
 		XVEC_PUSH(r->ops, ((OpCount){ s, 0, 0 }));
 		r->op_index[s] = r->ops.n;

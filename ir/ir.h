@@ -38,6 +38,9 @@ void *xcalloc(size_t n, size_t size);           /* zeroed; n may be 0 */
 void *xrealloc(void *p, size_t n);
 void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
+/* A zeroed-on-growth array indexed by a Sym or ValueId: grows *cap (from
+ * 256, doubling) until index fits; new elements are zero. */
+void *xgrow_index(void *p, uint32_t *cap, uint32_t index, size_t size);
 /* open_memstream that does not fail. */
 FILE *xmemstream(char **buf, size_t *len);
 /* Grows a malloc'd vector {T *v; uint32_t n, cap;} by one slot (doubling). */

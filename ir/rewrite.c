@@ -13,14 +13,7 @@ void rw_free(Rewriter *rw)
 /* Values made after the table was sized (by the pass itself) grow it. */
 void rw_set(Rewriter *rw, ValueId from, ValueId to)
 {
-	if (from >= rw->cap) {
-		uint32_t cap = rw->cap ? rw->cap : 256;
-		while (cap <= from)
-			cap *= 2;
-		rw->to = xreallocarray(rw->to, cap, sizeof *rw->to);
-		memset(rw->to + rw->cap, 0, (cap - rw->cap) * sizeof *rw->to);
-		rw->cap = cap;
-	}
+	rw->to = xgrow_index(rw->to, &rw->cap, from, sizeof *rw->to);
 	rw->to[from] = to;
 }
 

@@ -44,6 +44,19 @@ void *xreallocarray(void *p, size_t n, size_t size)
 	return xrealloc(p, n * size);
 }
 
+void *xgrow_index(void *p, uint32_t *cap, uint32_t index, size_t size)
+{
+	if (index < *cap)
+		return p;
+	uint32_t n = *cap ? *cap : 256;
+	while (n <= index)
+		n *= 2;
+	p = xreallocarray(p, n, size);
+	memset((char *)p + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
+	*cap = n;
+	return p;
+}
+
 char *xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;

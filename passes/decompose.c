@@ -70,11 +70,7 @@ static ValueId sub(const Decompose *x, ValueId v) { return rw_get(&x->subst, v);
 static void subst_set(Decompose *x, ValueId from, ValueId to, const Node *call)
 {
 	rw_set(&x->subst, from, to);
-	if (from >= x->nsfrom) {
-		uint32_t n = x->m->vals.n + 64;
-		x->sfrom = xreallocarray(x->sfrom, n, sizeof *x->sfrom);
-		x->nsfrom = n;
-	}
+	x->sfrom = xgrow_index(x->sfrom, &x->nsfrom, from, sizeof *x->sfrom);
 	x->sfrom[from] = call;
 }
 
