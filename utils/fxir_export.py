@@ -1523,6 +1523,26 @@ def _load_class(spec):
 _DTYPE_BY_NAME = {v: k for k, v in _FX_DTYPE.items()}
 
 
+
+def example_inputs(shapes, dtypes=None):
+    """Random example inputs from "2,3"-style shapes and fxir dtype names
+    (f32 when not given): normal floats, random bools, integers in [0, 10).
+    ValueError on an unknown dtype."""
+    dtypes = dtypes or []
+    inputs = []
+    for i, s in enumerate(shapes):
+        shape = [int(x) for x in s.split(",") if x.strip()]
+        dt = _DTYPE_BY_NAME.get(dtypes[i] if i < len(dtypes) else "f32")
+        if dt is None:
+            raise ValueError("unknown dtype %r" % dtypes[i])
+        if dt.is_floating_point:
+            inputs.append(torch.randn(shape, dtype=dt))
+        elif dt == torch.bool:
+            inputs.append(torch.rand(shape) > 0.5)
+        else:
+            inputs.append(torch.randint(0, 10, shape, dtype=dt))
+    return inputs
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="fxir_export.py",
@@ -1568,19 +1588,10 @@ def main(argv=None):
             raise SystemExit("--module needs --input-shape")
         shapes = a.input_shape
     model.eval()
-    dtypes = a.input_dtype or []
-    inputs = []
-    for i, s in enumerate(shapes):
-        shape = [int(x) for x in s.split(",") if x.strip()]
-        dt = _DTYPE_BY_NAME.get(dtypes[i] if i < len(dtypes) else "f32")
-        if dt is None:
-            raise SystemExit("unknown dtype %r" % dtypes[i])
-        if dt.is_floating_point:
-            inputs.append(torch.randn(shape, dtype=dt))
-        elif dt == torch.bool:
-            inputs.append(torch.rand(shape) > 0.5)
-        else:
-            inputs.append(torch.randint(0, 10, shape, dtype=dt))
+    try:
+        inputs = example_inputs(shapes, a.input_dtype)
+    except ValueError as e:
+        raise SystemExit(str(e))
     dyn = None
     if a.dynamic_batch:
         params = [n for n, _, _ in _bind_inputs(model, inputs, None)]

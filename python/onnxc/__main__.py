@@ -39,19 +39,10 @@ def main(argv=None):
     bridge = _bridge()
     torch.manual_seed(a.seed)
     model = bridge._load_class(a.module)().eval()
-    dtypes = a.input_dtype or []
-    inputs = []
-    for i, s in enumerate(a.input_shape):
-        shape = [int(x) for x in s.split(",") if x.strip()]
-        dt = bridge._DTYPE_BY_NAME.get(dtypes[i] if i < len(dtypes) else "f32")
-        if dt is None:
-            p.error("unknown dtype %r" % dtypes[i])
-        if dt.is_floating_point:
-            inputs.append(torch.randn(shape, dtype=dt))
-        elif dt == torch.bool:
-            inputs.append(torch.rand(shape) > 0.5)
-        else:
-            inputs.append(torch.randint(0, 10, shape, dtype=dt))
+    try:
+        inputs = bridge.example_inputs(a.input_shape, a.input_dtype)
+    except ValueError as e:
+        p.error(str(e))
     dyn = {}
     for spec in a.dynamic or []:
         try:
