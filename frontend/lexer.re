@@ -529,8 +529,10 @@ loop:
 	"->" { tok = ARROW; goto done; }
 	"==" { tok = EQEQ; goto done; }
 	"!=" { tok = NEQ; goto done; }
+	"<=" { tok = LEQ; goto done; }
+	">=" { tok = GEQ; goto done; }
 	"_" { tok = UNDERSCORE; goto done; }
-	[(){}[\],=:<>?] { tok = (unsigned char)*start; goto done; }
+	[(){}[\],=:<>?+*/-] { tok = (unsigned char)*start; goto done; }
 
 	/* Keywords and dtype names are matched here, before ident: re2c
 	 * prefers the longest match, then the first rule. */
@@ -629,8 +631,11 @@ done:
 static int nest(Parser *p, int tok, const YYLTYPE *lloc)
 {
 	Lexer *l = &p->lex;
-	int open = tok == '(' || tok == '[' || tok == '{' || tok == '<' || tok == CALL;
-	int close = tok == ')' || tok == ']' || tok == '}' || tok == '>';
+	/* '<' and '>' bracket a type only after seq/opt; elsewhere (guards)
+	 * they compare. */
+	int angle = tok == '<' ? l->last_tok == KW_SEQ || l->last_tok == KW_OPT : tok == '>' && l->types;
+	int open = tok == '(' || tok == '[' || tok == '{' || (tok == '<' && angle) || tok == CALL;
+	int close = tok == ')' || tok == ']' || tok == '}' || (tok == '>' && angle);
 	uint32_t *k = tok == '[' || tok == ']' ? &l->lists : tok == '<' || tok == '>' ? &l->types : NULL;
 	if (tok == '[' && l->last_tok == DTYPE)
 		l->dims = 1, k = NULL;              /* a type's dims: never nested */

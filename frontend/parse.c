@@ -581,26 +581,144 @@ void b_dparam(Parser *p, int kind, Sym name, Arg *deflt, YYLTYPE l)
 	DParam *np = ARENA_ARRAY(p->a, DParam, d->nparam + 1);
 	if (d->nparam)
 		memcpy(np, d->params, d->nparam * sizeof *np);
-	np[d->nparam] = (DParam){ (uint8_t)kind, deflt != NULL, name, deflt ? arg_copy(p->a, deflt) : (Arg){ 0 } };
+	np[d->nparam] = (DParam){ .kind = (uint8_t)kind, .has_default = deflt != NULL, .name = name,
+				   .deflt = deflt ? arg_copy(p->a, deflt) : (Arg){ 0 } };
 	d->params = np;
 	d->nparam++;
 	if (kind == DP_TENSOR)
 		b_input(p, name, NULL, l);
 }
 
-void b_guard(Parser *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l)
+/* ---- guards ------------------------------------------------------------- */
+/* Guard expressions are kept (module arena); every builder returns a
+ * node, so one mistake is reported and parsing goes on. */
+static GExpr *gx_new(Parser *p, int kind, uint32_t n, YYLTYPE l)
+{
+	GExpr *e = ARENA_NEW(p->a, GExpr);
+	e->kind = (uint8_t)kind;
+	e->n = n;
+	e->sub = ARENA_ARRAY(p->a, GExpr *, n ? n : 1);
+	e->loc = b_loc(p, l);
+	return e;
+}
+
+GExpr *b_gx(Parser *p, int kind, GExpr *a, GExpr *b, YYLTYPE l)
+{
+	GExpr *e = gx_new(p, kind, b ? 2 : 1, l);
+	e->sub[0] = a;
+	if (b)
+		e->sub[1] = b;
+	return e;
+}
+
+GExpr *b_gx_lit(Parser *p, Arg lit, YYLTYPE l)
+{
+	GExpr *e = gx_new(p, GX_LIT, 0, l);
+	e->lit = arg_copy(p->a, &lit);
+	return e;
+}
+
+GExpr *b_gx_param(Parser *p, Sym name, int is_value, YYLTYPE l)
+{
+	Decomp *d = p->decomp;
+	DParam *dp = d ? find_dparam(d, name) : NULL;
+	if (d && (!dp || (dp->kind == DP_TENSOR) != is_value))
+		diag_error(b_loc(p, l), "guard names %s%s, which is not a parameter of this decomposition",
+			   is_value ? "%" : "$", sym_str(name));
+	GExpr *e = gx_new(p, is_value ? GX_VALUE : GX_PARAM, 0, l);
+	e->name = name;
+	return e;
+}
+
+GExprVec *b_gxs(Parser *p, GExprVec *v, GExpr *e)
+{
+	if (!v)
+		v = ARENA_NEW(&p->t, GExprVec);
+	VEC_PUSH(&p->t, *v, e);
+	return v;
+}
+
+/* A list of literals is one literal, compared without building it. */
+GExpr *b_gx_list(Parser *p, GExprVec *v, YYLTYPE l)
+{
+	uint32_t n = v ? v->n : 0, lits = 0;
+	for (uint32_t i = 0; i < n; i++)
+		lits += v->v[i]->kind == GX_LIT;
+	if (lits == n) {
+		Arg a = { .kind = A_LIST, .n = n, .u.list = ARENA_ARRAY(p->a, Arg, n ? n : 1) };
+		for (uint32_t i = 0; i < n; i++)
+			a.u.list[i] = v->v[i]->lit;
+		GExpr *e = gx_new(p, GX_LIT, 0, l);
+		e->lit = a;
+		return e;
+	}
+	GExpr *e = gx_new(p, GX_LIST, n, l);
+	memcpy(e->sub, v->v, n * sizeof *e->sub);
+	return e;
+}
+
+/* rank(%x), dtype(%x), dim(%x, i), static(%x, i), len(%x or $x). */
+GExpr *b_gx_fn(Parser *p, Sym name, GExprVec *args, YYLTYPE l)
+{
+	GExpr *e = gx_new(p, GX_FN, args->n, l);
+	memcpy(e->sub, args->v, args->n * sizeof *e->sub);
+	int fn = -1;
+	for (int i = 0; i < GF_COUNT; i++)
+		if (strcmp(sym_str(name), guard_fn_name[i]) == 0)
+			fn = i;
+	if (fn < 0) {
+		diag_error(e->loc, "unknown guard function '%s' (expected rank, dtype, dim, static or len)", sym_str(name));
+		return e;
+	}
+	e->fn = (uint8_t)fn;
+	if (args->n != guard_fn_arity[fn])
+		diag_error(e->loc, "%s takes %u argument%s", guard_fn_name[fn], guard_fn_arity[fn],
+			   guard_fn_arity[fn] == 1 ? "" : "s");
+	else if (e->sub[0]->kind != GX_VALUE && !(fn == GF_LEN && e->sub[0]->kind == GX_PARAM))
+		diag_error(e->sub[0]->loc, "the first argument of %s must be a %%parameter%s", guard_fn_name[fn],
+			   fn == GF_LEN ? " or a $parameter" : "");
+	return e;
+}
+
+GExpr *b_gx_in(Parser *p, GExpr *a, Sym w1, Sym w2, GExpr *list, YYLTYPE l)
+{
+	int neg = w2 != 0;
+	if (strcmp(sym_str(neg ? w2 : w1), "in") != 0 || (neg && strcmp(sym_str(w1), "not") != 0))
+		diag_error(b_loc(p, l), "expected an operator (==, !=, <, <=, >, >=, in, not in), found '%s'",
+			   sym_str(w1));
+	return b_gx(p, neg ? GX_NOTIN : GX_IN, a, list, l);
+}
+
+GExpr *b_gx_minus(Parser *p, GExpr *a, int64_t negint, YYLTYPE l)
+{
+	if (negint >= 0 || negint == INT64_MIN) {
+		diag_error(b_loc(p, l), "expected an operator before %lld", (long long)negint);
+		return a;
+	}
+	return b_gx(p, GX_SUB, a, b_gx_lit(p, (Arg){ .kind = A_INT, .u.i = -negint }, l), l);
+}
+
+/* A condition must say yes or no: a comparison, `in`, static(...) or a
+ * $parameter (true or false).  A definition adds a literal parameter the
+ * call cannot bind, visible to later guards and to the body. */
+void b_guard(Parser *p, Sym def, GExpr *e, YYLTYPE l)
 {
 	Decomp *d = p->decomp;
 	if (!d)
 		return;
-	DParam *dp = find_dparam(d, name);
-	if (!dp || (dp->kind == DP_TENSOR) != is_value)
-		diag_error(b_loc(p, l), "guard names %s%s, which is not a parameter of this decomposition",
-			   is_value ? "%" : "$", sym_str(name));
+	int cond = (e->kind >= GX_EQ && e->kind <= GX_NOTIN) || e->kind == GX_PARAM ||
+		   (e->kind == GX_FN && e->fn == GF_STATIC);
+	if (def && find_dparam(d, def))
+		diag_error(b_loc(p, l), "$%s is already a parameter of this decomposition", sym_str(def));
+	else if (def) {
+		b_dparam(p, DP_LITERAL, def, NULL, l);
+		d->params[d->nparam - 1].defined = 1;
+	} else if (!cond)
+		diag_error(e->loc, "a guard must be a condition: a comparison, 'in', static(...) or a $parameter");
 	Guard *ng = ARENA_ARRAY(p->a, Guard, d->nguard + 1);
 	if (d->nguard)
 		memcpy(ng, d->guards, d->nguard * sizeof *ng);
-	ng[d->nguard++] = (Guard){ name, (uint8_t)negate, arg_copy(p->a, &lit), b_loc(p, l) };
+	ng[d->nguard++] = (Guard){ def, e, b_loc(p, l) };
 	d->guards = ng;
 }
 

@@ -16,6 +16,7 @@ typedef VEC(Dim) DimVec;
 typedef VEC(Sym) SymVec;
 typedef VEC(ScopeEntry) ScopeVec;
 typedef VEC(MetaProp) MetaVec;
+typedef VEC(GExpr *) GExprVec;
 /* Where a token or rule starts: all the parser keeps of a location.  An
  * empty rule starts where the symbol before it does. */
 typedef struct SrcPos { int first_line, first_column; } SrcPos;
@@ -100,7 +101,15 @@ void b_func_attrs(Parser *p, SymVec *names);
 void b_func_end(Parser *p, YYLTYPE l);
 Decomp *b_decomp_begin(Parser *p, OpName op, YYLTYPE l);
 void b_dparam(Parser *p, int kind, Sym name, Arg *deflt, YYLTYPE l);
-void b_guard(Parser *p, Sym name, int is_value, int negate, Arg lit, YYLTYPE l);
+void b_guard(Parser *p, Sym def, GExpr *e, YYLTYPE l);
+GExpr *b_gx(Parser *p, int kind, GExpr *a, GExpr *b, YYLTYPE l);
+GExpr *b_gx_lit(Parser *p, Arg lit, YYLTYPE l);
+GExpr *b_gx_param(Parser *p, Sym name, int is_value, YYLTYPE l);
+GExpr *b_gx_list(Parser *p, GExprVec *v, YYLTYPE l);
+GExpr *b_gx_fn(Parser *p, Sym name, GExprVec *args, YYLTYPE l);
+GExpr *b_gx_in(Parser *p, GExpr *a, Sym w1, Sym w2, GExpr *list, YYLTYPE l);
+GExpr *b_gx_minus(Parser *p, GExpr *a, int64_t negint, YYLTYPE l);
+GExprVec *b_gxs(Parser *p, GExprVec *v, GExpr *e);
 void b_decomp_end(Parser *p, YYLTYPE l);
 Arg b_value_ref(Parser *p, Sym name, YYLTYPE l);
 Arg b_param_ref(Parser *p, Sym name, YYLTYPE l);
@@ -152,6 +161,8 @@ ScopeEntry *b_scope_shared(Parser *p, const ScopeEntry *v, uint32_t n);
 	Func *func;
 	Decomp *decomp;
 	LocTok loc;
+	GExpr *gx;
+	GExprVec *gxs;
 }
 
 %token <sym> VALNAME "value name" SYMNAME "@name" PARAMNAME "$name" IDENT "identifier"
@@ -172,7 +183,7 @@ ScopeEntry *b_scope_shared(Parser *p, const ScopeEntry *v, uint32_t n);
 %token <type> TTYPE "tensor type"
 %token <scopes> SCOPE "scope(...)"
 %token <loc> LOCATION "loc(...)"
-%token ARROW "->" EQEQ "==" NEQ "!=" UNDERSCORE "_"
+%token ARROW "->" EQEQ "==" NEQ "!=" LEQ "<=" GEQ ">=" UNDERSCORE "_"
 
 %type <arg> value xvalue literal lit tdata
 %type <args> values
@@ -189,6 +200,8 @@ ScopeEntry *b_scope_shared(Parser *p, const ScopeEntry *v, uint32_t n);
 %type <graph> graph_head subgraph_head
 %type <func> func_head
 %type <decomp> decomp_head
+%type <gx> gcmp gsum gterm gunary gpost gatom gbrack glist
+%type <gxs> gexprs
 
 %destructor { b_graph_abandon(p, $$); } <graph>
 
@@ -505,11 +518,80 @@ guards
 	| guards ',' guard
 	;
 
+/* A condition, or `$name = expr` defining a literal parameter.  Guard
+ * expressions have their own rules (operators bind as in Python; `in` and
+ * `not` are plain identifiers, checked by b_gx_in). */
 guard
-	: PARAMNAME "==" literal            { b_guard(p, $1, 0, 0, $3, @1); }
-	| PARAMNAME "!=" literal            { b_guard(p, $1, 0, 1, $3, @1); }
-	| VALNAME "==" "none"               { b_guard(p, $1, 1, 0, (Arg){ .kind = A_NONE }, @1); }
-	| VALNAME "!=" "none"               { b_guard(p, $1, 1, 1, (Arg){ .kind = A_NONE }, @1); }
+	: gcmp                              { b_guard(p, 0, $1, @1); }
+	| PARAMNAME '=' gcmp                { b_guard(p, $1, $3, @1); }
+	;
+
+gcmp
+	: gsum
+	| gsum "==" gsum                    { $$ = b_gx(p, GX_EQ, $1, $3, @2); }
+	| gsum "!=" gsum                    { $$ = b_gx(p, GX_NE, $1, $3, @2); }
+	| gsum '<' gsum                     { $$ = b_gx(p, GX_LT, $1, $3, @2); }
+	| gsum "<=" gsum                    { $$ = b_gx(p, GX_LE, $1, $3, @2); }
+	| gsum '>' gsum                     { $$ = b_gx(p, GX_GT, $1, $3, @2); }
+	| gsum ">=" gsum                    { $$ = b_gx(p, GX_GE, $1, $3, @2); }
+	| gsum IDENT glist                  { $$ = b_gx_in(p, $1, $2, 0, $3, @2); }
+	| gsum IDENT IDENT glist            { $$ = b_gx_in(p, $1, $2, $3, $4, @2); }
+	;
+
+/* `a -2` is read as `a` and the integer -2: a subtraction. */
+gsum
+	: gterm
+	| gsum '+' gterm                    { $$ = b_gx(p, GX_ADD, $1, $3, @2); }
+	| gsum '-' gterm                    { $$ = b_gx(p, GX_SUB, $1, $3, @2); }
+	| gsum INT                          { $$ = b_gx_minus(p, $1, $2, @2); }
+	;
+
+gterm
+	: gunary
+	| gterm '*' gunary                  { $$ = b_gx(p, GX_MUL, $1, $3, @2); }
+	| gterm '/' gunary                  { $$ = b_gx(p, GX_DIV, $1, $3, @2); }
+	;
+
+gunary
+	: gpost
+	| '-' gunary                        { $$ = b_gx(p, GX_NEG, $2, NULL, @1); }
+	;
+
+gpost
+	: gatom
+	| gpost '[' gcmp ']'                { $$ = b_gx(p, GX_INDEX, $1, $3, @2); }
+	;
+
+gatom
+	: INT                               { $$ = b_gx_lit(p, (Arg){ .kind = A_INT, .u.i = $1 }, @1); }
+	| FLOAT                             { $$ = b_gx_lit(p, (Arg){ .kind = A_FLOAT, .u.f = $1 }, @1); }
+	| "true"                            { $$ = b_gx_lit(p, (Arg){ .kind = A_BOOL, .u.i = 1 }, @1); }
+	| "false"                           { $$ = b_gx_lit(p, (Arg){ .kind = A_BOOL, .u.i = 0 }, @1); }
+	| "none"                            { $$ = b_gx_lit(p, (Arg){ .kind = A_NONE }, @1); }
+	| STRING                            { $$ = b_gx_lit(p, (Arg){ .kind = A_STR, .u.s = $1 }, @1); }
+	| DTYPE                             { $$ = b_gx_lit(p, (Arg){ .kind = A_DTYPE, .u.i = $1 }, @1); }
+	| IDENT                             { $$ = b_gx_lit(p, (Arg){ .kind = A_IDENT, .u.sym = $1 }, @1); }
+	| PARAMNAME                         { $$ = b_gx_param(p, $1, 0, @1); }
+	| VALNAME                           { $$ = b_gx_param(p, $1, 1, @1); }
+	| IDENT '(' gexprs ')'              { $$ = b_gx_fn(p, $1, $3, @1); }
+	| '(' gcmp ')'                      { $$ = $2; }
+	| gbrack
+	;
+
+gbrack
+	: '[' ']'                           { $$ = b_gx_list(p, NULL, @1); }
+	| '[' ':' IDENT ']'                 { $$ = b_gx_lit(p, b_empty_list(p, $3, @3), @1); }
+	| '[' gexprs ']'                    { $$ = b_gx_list(p, $2, @1); }
+	;
+
+glist
+	: gbrack
+	| PARAMNAME                         { $$ = b_gx_param(p, $1, 0, @1); }
+	;
+
+gexprs
+	: gcmp                              { $$ = b_gxs(p, NULL, $1); }
+	| gexprs ',' gcmp                   { $$ = b_gxs(p, $1, $3); }
 	;
 
 %%

@@ -297,3 +297,11 @@ uint8_t *module_output_marks(Module *m)
 	module_walk(m, WALK_PROGRAM, mark_outputs, is_out);
 	return is_out;
 }
+
+/* ---- guard functions (GUARD_FNS) ----------------------------------------- */
+#define X(id, name, arity) name,
+const char *const guard_fn_name[GF_COUNT] = { GUARD_FNS(X) };
+#undef X
+#define X(id, name, arity) arity,
+const uint8_t guard_fn_arity[GF_COUNT] = { GUARD_FNS(X) };
+#undef X

@@ -414,14 +414,44 @@ typedef enum { DP_TENSOR, DP_LITERAL } DParamKind;
 typedef struct DParam {
 	uint8_t kind;               /* %name or $name */
 	uint8_t has_default;
+	uint8_t defined;            /* $name = expr in the where clause: never bound by a call */
 	Sym name;
 	Arg deflt;
 } DParam;
 
-typedef struct Guard {          /* where $p == literal, or != */
-	Sym param;
-	uint8_t negate;
-	Arg lit;
+/* Guard expressions (docs/ir.md, "Guards"): literals, parameters, the
+ * functions of GUARD_FNS on the bound arguments, integer and list
+ * arithmetic, comparisons. */
+typedef enum {
+	GX_LIT, GX_PARAM, GX_VALUE, GX_LIST, GX_FN,     /* lit, $name, %name, [..], fn(..) */
+	GX_INDEX,                                       /* list[i] */
+	GX_NEG, GX_ADD, GX_SUB, GX_MUL, GX_DIV,
+	GX_EQ, GX_NE, GX_LT, GX_LE, GX_GT, GX_GE, GX_IN, GX_NOTIN,
+} GExprKind;
+
+/* X(id, name, arity): what a guard may ask of a bound argument. */
+#define GUARD_FNS(X) \
+	X(GF_RANK, "rank", 1) X(GF_DTYPE, "dtype", 1) X(GF_DIM, "dim", 2) \
+	X(GF_STATIC, "static", 2) X(GF_LEN, "len", 1)
+#define X(id, name, arity) id,
+typedef enum { GUARD_FNS(X) GF_COUNT } GuardFn;
+#undef X
+extern const char *const guard_fn_name[GF_COUNT];
+extern const uint8_t guard_fn_arity[GF_COUNT];
+
+typedef struct GExpr {
+	uint8_t kind;               /* GExprKind */
+	uint8_t fn;                 /* GX_FN: GuardFn */
+	uint32_t n;                 /* operands */
+	struct GExpr **sub;
+	Sym name;                   /* GX_PARAM, GX_VALUE */
+	Arg lit;                    /* GX_LIT */
+	Loc loc;
+} GExpr;
+
+typedef struct Guard {          /* where cond, or where $def = expr */
+	Sym def;                    /* the defined parameter, or 0 for a condition */
+	GExpr *e;
 	Loc loc;
 } Guard;
 

@@ -616,13 +616,69 @@ static void print_func(Printer *p, const Func *fn)
 	fputc('\n', p->f);
 }
 
+/* Binding levels of guard expressions: comparisons 1, + - 2, * / 3,
+ * unary minus 4, indexing 5, operands 6.  An operand is parenthesized
+ * when it binds more loosely than its place asks. */
+static int gx_level(const GExpr *e)
+{
+	switch ((GExprKind)e->kind) {
+	case GX_ADD: case GX_SUB: return 2;
+	case GX_MUL: case GX_DIV: return 3;
+	case GX_NEG: return 4;
+	case GX_INDEX: return 5;
+	case GX_LIT: case GX_PARAM: case GX_VALUE: case GX_LIST: case GX_FN: return 6;
+	default: return 1;
+	}
+}
+
+static void print_gexpr(Printer *p, const GExpr *e, int need)
+{
+	static const char *const ops[] = {
+		[GX_ADD] = "+", [GX_SUB] = "-", [GX_MUL] = "*", [GX_DIV] = "/", [GX_EQ] = "==",
+		[GX_NE] = "!=", [GX_LT] = "<", [GX_LE] = "<=", [GX_GT] = ">", [GX_GE] = ">=",
+		[GX_IN] = "in", [GX_NOTIN] = "not in",
+	};
+	int lv = gx_level(e);
+	if (lv < need)
+		fputc('(', p->f);
+	switch ((GExprKind)e->kind) {
+	case GX_LIT: print_arg(p, &e->lit); break;
+	case GX_PARAM: fprintf(p->f, "$%s", sym_str(e->name)); break;
+	case GX_VALUE: print_sym_name(p->f, '%', e->name); break;
+	case GX_NEG: fputc('-', p->f); print_gexpr(p, e->sub[0], 4); break;
+	case GX_INDEX:
+		print_gexpr(p, e->sub[0], 5);
+		fputc('[', p->f);
+		print_gexpr(p, e->sub[1], 1);
+		fputc(']', p->f);
+		break;
+	case GX_LIST: case GX_FN:
+		fprintf(p->f, "%s%c", e->kind == GX_FN ? guard_fn_name[e->fn] : "", e->kind == GX_FN ? '(' : '[');
+		for (uint32_t i = 0; i < e->n; i++) {
+			fputs(i ? ", " : "", p->f);
+			print_gexpr(p, e->sub[i], 1);
+		}
+		fputc(e->kind == GX_FN ? ')' : ']', p->f);
+		break;
+	default:        /* binary: left-associative, comparisons not associative */
+		print_gexpr(p, e->sub[0], lv == 1 ? 2 : lv);
+		fprintf(p->f, " %s ", ops[e->kind]);
+		print_gexpr(p, e->sub[1], lv == 1 ? 2 : lv + 1);
+		break;
+	}
+	if (lv < need)
+		fputc(')', p->f);
+}
+
 static void print_decomp(Printer *p, const Decomp *d)
 {
 	indent(p);
 	fprintf(p->f, "decomp %s::%s(", sym_str(d->domain), sym_str(d->name));
-	for (uint32_t i = 0; i < d->nparam; i++) {
+	for (uint32_t i = 0, k = 0; i < d->nparam; i++) {
 		const DParam *dp = &d->params[i];
-		fprintf(p->f, "%s%c%s", i ? ", " : "", dp->kind == DP_TENSOR ? '%' : '$', sym_str(dp->name));
+		if (dp->defined)
+			continue;
+		fprintf(p->f, "%s%c%s", k++ ? ", " : "", dp->kind == DP_TENSOR ? '%' : '$', sym_str(dp->name));
 		if (dp->has_default) {
 			fputs(" = ", p->f);
 			print_arg(p, &dp->deflt);
@@ -631,13 +687,10 @@ static void print_decomp(Printer *p, const Decomp *d)
 	fputc(')', p->f);
 	for (uint32_t i = 0; i < d->nguard; i++) {
 		const Guard *gd = &d->guards[i];
-		const DParam *dp = NULL;
-		for (uint32_t j = 0; j < d->nparam; j++)
-			if (d->params[j].name == gd->param)
-				dp = &d->params[j];
-		fprintf(p->f, "%s%c%s %s ", i ? ", " : " where ", dp && dp->kind == DP_TENSOR ? '%' : '$',
-			sym_str(gd->param), gd->negate ? "!=" : "==");
-		print_arg(p, &gd->lit);
+		fputs(i ? ", " : " where ", p->f);
+		if (gd->def)
+			fprintf(p->f, "$%s = ", sym_str(gd->def));
+		print_gexpr(p, gd->e, 1);
 	}
 	print_block(p, d->body, NULL);
 	fputc('\n', p->f);

@@ -30,6 +30,7 @@ typedef struct Decompose {
 	DecompTable *own;           /* the module's own decompositions */
 	int64_t opset;
 	Rewriter subst;             /* call result -> the value replacing it */
+	Arena tmp;                  /* lists guards compute for one lookup */
 	const Node **sfrom;         /* the call that made an entry (provenance) */
 	uint32_t nsfrom;
 } Decompose;
@@ -91,54 +92,6 @@ static int is_builtin(Sym s)
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
 
 
-static Str text_of(const Arg *a)
-{
-	if (a->kind == A_STR)
-		return a->u.s;
-	return (Str){ sym_str(a->u.sym), (uint32_t)sym_len(a->u.sym) };
-}
-
-/* Literal equality; numbers compare by value, strings and bare words by text. */
-static int lit_eq(const Arg *a, const Arg *b)
-{
-	if (is_num(a) && is_num(b)) {
-		if (a->kind == A_FLOAT || b->kind == A_FLOAT)
-			return (a->kind == A_FLOAT ? a->u.f : (double)a->u.i) ==
-			       (b->kind == A_FLOAT ? b->u.f : (double)b->u.i);
-		return a->u.i == b->u.i;
-	}
-	if ((a->kind == A_STR || a->kind == A_IDENT) && (b->kind == A_STR || b->kind == A_IDENT)) {
-		Str s = text_of(a), t = text_of(b);
-		return s.n == t.n && memcmp(s.s, t.s, s.n) == 0;
-	}
-	if (a->kind != b->kind)
-		return 0;
-	if (a->kind == A_NONE)
-		return 1;
-	if (a->kind == A_DTYPE)
-		return a->u.i == b->u.i;
-	if (a->kind != A_LIST || a->n != b->n)
-		return 0;
-	for (uint32_t i = 0; i < a->n; i++)
-		if (!lit_eq(&a->u.list[i], &b->u.list[i]))
-			return 0;
-	return 1;
-}
-
-/* A guard on a value known only at run time never holds, except the
- * comparison with none. */
-static int guard_holds(const Guard *g, const Arg *a)
-{
-	int eq;
-	if (g->lit.kind == A_NONE)
-		eq = a->kind == A_NONE;
-	else if (arg_contains(a, A_VALUE))
-		return 0;
-	else
-		eq = lit_eq(a, &g->lit);
-	return g->negate ? !eq : eq;
-}
-
 /* What a %param accepts: a tensor, none, a scalar, or a list of tensors or
  * sizes; a list of tensors may hold nones (index.Tensor's optional
  * indices), which splicing leaves out. */
@@ -167,11 +120,14 @@ static int find_param(const Decomp *d, Sym name)
 	return -1;
 }
 
+/* Built-in and defined literals are never bound by the call. */
+static int unbound(const DParam *p) { return p->defined || is_builtin(p->name); }
+
 static int bind_positional(const Decomp *d, const Node *call, Bound *b)
 {
 	uint32_t p = 0;
 	for (uint32_t i = 0; i < call->nargs; i++, p++) {
-		while (p < d->nparam && is_builtin(d->params[p].name))
+		while (p < d->nparam && unbound(&d->params[p]))
 			p++;
 		if (p == d->nparam)
 			return 0;
@@ -180,7 +136,7 @@ static int bind_positional(const Decomp *d, const Node *call, Bound *b)
 	}
 	for (uint32_t i = 0; i < call->nkw; i++) {
 		int k = find_param(d, call->kw[i].name);
-		if (k < 0 || b[k].set || is_builtin(call->kw[i].name))
+		if (k < 0 || b[k].set || unbound(&d->params[k]))
 			return 0;
 		b[k].a = call->kw[i].val;
 		b[k].set = 1;
@@ -359,13 +315,30 @@ static void bind_promoted(const Decompose *x, const Decomp *d, Bound *b)
 			b[i].a = dtype_arg(f);
 }
 
-static int bind(const Decompose *x, const Decomp *d, const Node *call, Bound *b)
+/* The where clause sees the bound arguments, and writes definitions. */
+static int guards_hold(Decompose *x, const Decomp *d, Bound *b)
+{
+	if (!d->nguard)
+		return 1;
+	Arg *vals = xcalloc(d->nparam + 1, sizeof *vals);
+	for (uint32_t i = 0; i < d->nparam; i++)
+		vals[i] = b[i].a;
+	int ok = decomp_where(x->m, d, vals, &x->tmp);
+	for (uint32_t i = 0; ok && i < d->nparam; i++)
+		b[i].a = vals[i];
+	free(vals);
+	return ok;
+}
+
+static int bind(Decompose *x, const Decomp *d, const Node *call, Bound *b)
 {
 	memset(b, 0, d->nparam * sizeof *b);
 	if (!bind_positional(d, call, b))
 		return 0;
 	for (uint32_t i = 0; i < d->nparam; i++) {
 		const DParam *p = &d->params[i];
+		if (p->defined)
+			continue;
 		if (is_builtin(p->name))
 			b[i].a = builtin(x, call, p->name);
 		else if (!b[i].set && p->has_default)
@@ -376,12 +349,7 @@ static int bind(const Decompose *x, const Decomp *d, const Node *call, Bound *b)
 			return 0;
 	}
 	bind_promoted(x, d, b);
-	for (uint32_t i = 0; i < d->nguard; i++) {
-		int k = find_param(d, d->guards[i].param);
-		if (k < 0 || !guard_holds(&d->guards[i], &b[k].a))
-			return 0;
-	}
-	return 1;
+	return guards_hold(x, d, b);
 }
 
 /* ---- building nodes ----------------------------------------------------------- */
@@ -844,6 +812,7 @@ static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 {
 	uint32_t n[2] = { 0, 0 };
 	const DecompEntry *v[2];
+	arena_reset(&x->tmp);       /* the previous lookup's bindings are spent */
 	v[0] = x->own ? decomp_table_find(x->own, call->domain, call->name, &n[0]) : NULL;
 	v[1] = x->opt->lib ? decomp_lib_find(x->opt->lib, call->domain, call->name, &n[1]) : NULL;
 	for (int k = 0; k < 2; k++)
@@ -1088,7 +1057,7 @@ uint32_t decompose_report_unsupported(Module *m)
 static int to_attr(Arg *a)
 {
 	if (a->kind == A_IDENT) {
-		Str s = text_of(a);
+		Str s = decomp_arg_text(a);
 		a->kind = A_STR;
 		a->u.s = s;
 	} else if (a->kind == A_BOOL) {
@@ -1190,6 +1159,7 @@ Status pass_decompose(Module *m, const PassOptions *opt)
 		st = FAILED;
 	decomp_table_free(x.own);
 	rw_free(&x.subst);
+	arena_free(&x.tmp);
 	free(x.sfrom);
 	return st;
 }

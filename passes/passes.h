@@ -103,4 +103,13 @@ void decomp_table_free(DecompTable *t);
 Status decomp_table_add(DecompTable *t, Module *m);
 const DecompEntry *decomp_table_find(const DecompTable *t, Sym domain, Sym name, uint32_t *n);
 
+/* decomp_guard.c: d's where clause on the arguments a call binds (vals, by
+ * parameter index; definitions are written there).  1 when every
+ * condition holds and every definition is known; lists it computes go in
+ * tmp.  decomp_lit_eq is literal equality: numbers by value, strings and
+ * bare words by text, lists element by element. */
+int decomp_where(Module *m, const Decomp *d, Arg *vals, Arena *tmp);
+int decomp_lit_eq(const Arg *a, const Arg *b);
+Str decomp_arg_text(const Arg *a);      /* a string's or bare word's text */
+
 #endif

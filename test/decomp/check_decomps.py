@@ -55,15 +55,24 @@ TORCH_TO_FX = {t: name for name, (_, t) in DTYPES.items()}
 
 class X:
     """A graph input: `X("f32[2,3]")`, values uniform in [lo, hi) (floats
-    default to normal), `intf=True` for integer-valued floats."""
+    default to normal), `intf=True` for integer-valued floats,
+    `special=True` for floats whose first elements are nan, inf, -inf."""
 
-    def __init__(self, spec, lo=None, hi=None, intf=False):
+    def __init__(self, spec, lo=None, hi=None, intf=False, special=False):
         self.dtype, dims = spec.split("[", 1)
         dims = dims.rstrip("]")
         self.shape = tuple(int(d) for d in dims.split(",")) if dims else ()
-        self.lo, self.hi, self.intf = lo, hi, intf
+        self.lo, self.hi, self.intf, self.special = lo, hi, intf, special
 
     def make(self, rng):
+        arr = self.draw(rng)
+        if self.special:
+            flat = arr.reshape(-1)
+            k = min(3, flat.size)
+            flat[:k] = np.array([np.nan, np.inf, -np.inf], dtype=arr.dtype)[:k]
+        return arr
+
+    def draw(self, rng):
         npt = DTYPES[self.dtype][0]
         if self.dtype == "bool":
             return rng.random(self.shape) < 0.5
@@ -187,7 +196,11 @@ A([
     C("aten::pow.Scalar", 2.0, f()),
 ])
 A(unary(["neg", "abs", "sign", "exp", "expm1", "square", "sin", "cos", "atan", "sinh",
-         "cosh", "tanh", "asinh", "erf", "sigmoid", "isnan", "isinf"]))
+         "cosh", "tanh", "asinh", "erf", "sigmoid", "isnan", "isinf", "isfinite"]))
+for _op in ("isnan", "isinf", "isfinite"):
+    A([C("aten::" + _op, f(special=True), id=_op + "-special"),
+       C("aten::" + _op, i(), id=_op + "-i64"),
+       C("aten::" + _op, b(), id=_op + "-bool")])
 A(unary(["log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal"], **POS))
 A(unary(["asin", "acos", "atanh", "tan"], **UNIT))
 A(unary(["acosh"], lo=1.1, hi=4.0))
@@ -214,14 +227,16 @@ A([
     C("aten::bitwise_and.Tensor", b(), b()),
     C("aten::bitwise_or.Tensor", b(), b()),
     C("aten::bitwise_xor.Tensor", b(), b()),
-    C("aten::bitwise_not", i(), id="bitwise_not-i64",
-      xfail="ONNX And/Or/Xor/Not take bool only (Bitwise* take no bool): needs a dtype guard the decompose pass lacks"),
-    C("aten::bitwise_and.Tensor", i(), i(), id="bitwise_and.Tensor-i64",
-      xfail="ONNX And/Or/Xor/Not take bool only (Bitwise* take no bool): needs a dtype guard the decompose pass lacks"),
-    C("aten::bitwise_or.Tensor", i(), i(), id="bitwise_or.Tensor-i64",
-      xfail="ONNX And/Or/Xor/Not take bool only (Bitwise* take no bool): needs a dtype guard the decompose pass lacks"),
-    C("aten::bitwise_xor.Tensor", i(), i(), id="bitwise_xor.Tensor-i64",
-      xfail="ONNX And/Or/Xor/Not take bool only (Bitwise* take no bool): needs a dtype guard the decompose pass lacks"),
+    C("aten::bitwise_not", i(), id="bitwise_not-i64"),
+    C("aten::bitwise_not", X("u8[2,3]", lo=0, hi=255), id="bitwise_not-u8"),
+    C("aten::bitwise_not", b(), opset=17, id="bitwise_not-bool-opset17"),
+    C("aten::bitwise_and.Tensor", i(), i(), id="bitwise_and.Tensor-i64"),
+    C("aten::bitwise_and.Tensor", X("i32[2,3]"), i(), id="bitwise_and.Tensor-i32-i64"),
+    C("aten::bitwise_and.Tensor", b(), i(), id="bitwise_and.Tensor-bool-i64"),
+    C("aten::bitwise_or.Tensor", i(), i(), id="bitwise_or.Tensor-i64"),
+    C("aten::bitwise_or.Tensor", X("u8[2,3]", lo=0, hi=255), b(), id="bitwise_or.Tensor-u8-bool"),
+    C("aten::bitwise_xor.Tensor", i(), i(), id="bitwise_xor.Tensor-i64"),
+    C("aten::bitwise_xor.Tensor", X("i32[2,3]"), X("i32[3]"), id="bitwise_xor.Tensor-i32-bcast"),
     C("aten::maximum", f(), f()),
     C("aten::minimum", f(), f("f32[3]")),
     C("aten::where.self", b(), f(), f()),
@@ -294,6 +309,20 @@ A([
     C("aten::var.correction", f("f32[3,4]"), [1], correction=0),
     C("aten::var.correction", f("f32[3,4]"), [0, 1], correction=0, keepdim=True,
       id="var.correction-keepdim"),
+    C("aten::var.correction", f("f32[3,4]"), [1], correction=None, id="var.correction-default"),
+    C("aten::var.correction", f("f32[3,4,5]"), [0, 2], correction=1, id="var.correction-bessel"),
+    C("aten::var.correction", f("f64[3,4,5]"), [-1], correction=2, keepdim=True,
+      id="var.correction-2-f64"),
+    C("aten::var.correction", f("f32[3,4]"), [1], correction=0, opset=17,
+      id="var.correction-opset17"),
+    C("aten::var.correction", f("f32[3,4,5]"), [1, 2], correction=None, keepdim=True, opset=17,
+      id="var.correction-keepdim-opset17"),
+    C("aten::var.correction", f("f32[3,4]"), None, correction=None, id="var.correction-all"),
+    C("aten::var.correction", f("f32[3,4]"), None, correction=0, keepdim=True,
+      id="var.correction-all-keepdim"),
+    C("aten::var.correction", f("f32[2,3]"), None, correction=1, keepdim=True, opset=17,
+      id="var.correction-all-keepdim-opset17"),
+    C("aten::var.correction", f("f32[1,3]"), [0], correction=None, id="var.correction-one"),
     C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [1]),
     C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [0], True, id="norm.ScalarOpt_dim-keepdim"),
 ])
@@ -422,11 +451,12 @@ A([
     C("aten::stack", [f("f32[2,3]"), f("f32[2,3]")], 1),
     C("aten::stack", [f("f32[3]"), f("f32[3]"), f("f32[3]")], id="stack-dim0"),
     C("aten::hstack", [f("f32[2,3]"), f("f32[2,2]")]),
-    C("aten::hstack", [f("f32[3]"), f("f32[2]")], id="hstack-1d",
-      xfail="1-D inputs concatenate on dim 0: a guard cannot see the rank of a list's tensors"),
+    C("aten::hstack", [f("f32[3]"), f("f32[2]")], id="hstack-1d"),
+    C("aten::hstack", [f("f32[]"), f("f32[]"), f("f32[]")], id="hstack-0d"),
+    C("aten::hstack", [f("f32[2,3,2]"), f("f32[2,1,2]")], id="hstack-3d"),
     C("aten::vstack", [f("f32[2,3]"), f("f32[1,3]")]),
-    C("aten::vstack", [f("f32[3]"), f("f32[3]")], id="vstack-1d",
-      xfail="1-D inputs become rows: a guard cannot see the rank of a list's tensors"),
+    C("aten::vstack", [f("f32[3]"), f("f32[3]")], id="vstack-1d"),
+    C("aten::vstack", [f("f32[]"), f("f32[]")], id="vstack-0d"),
     C("aten::split.Tensor", f("f32[5,4]"), 2),
     C("aten::split.Tensor", f("f32[5,4]"), 2, 1, id="split.Tensor-dim1"),
     C("aten::unsafe_split.Tensor", f("f32[5,4]"), 3),
@@ -477,11 +507,16 @@ A([
     C("aten::conv3d", f("f32[1,2,4,4,4]"), f("f32[2,2,3,3,3]"), f("f32[2]"), [1, 1, 1], [1, 1, 1]),
     C("aten::conv1d.padding", f("f32[1,2,8]"), f("f32[4,2,3]"), f("f32[4]"), [1], "same"),
     C("aten::conv1d.padding", f("f32[1,2,8]"), f("f32[4,2,4]"), f("f32[4]"), [1], "same", [2],
-      id="conv1d.padding-same-even-dilated",
-      xfail="ONNX Runtime rejects auto_pad SAME_UPPER with dilation; explicit pads need the kernel size"),
+      id="conv1d.padding-same-even-dilated"),
+    C("aten::conv1d.padding", f("f32[1,2,9]"), f("f32[4,2,2]"), None, [1], "same", [3],
+      id="conv1d.padding-same-odd-total"),
     C("aten::conv1d.padding", f("f32[1,2,8]"), f("f32[4,2,3]"), None, [1], "valid",
       id="conv1d.padding-valid"),
     C("aten::conv2d.padding", f("f32[1,2,5,5]"), f("f32[3,2,3,3]"), f("f32[3]"), [1, 1], "same"),
+    C("aten::conv2d.padding", f("f32[1,2,7,6]"), f("f32[3,2,4,3]"), f("f32[3]"), [1, 1], "same",
+      [2, 3], id="conv2d.padding-same-dilated"),
+    C("aten::conv2d.padding", f("f32[1,4,6,6]"), f("f32[4,2,2,2]"), None, [1, 1], "same",
+      [1, 1], 2, id="conv2d.padding-same-even-groups"),
     C("aten::conv2d.padding", f("f32[1,2,5,5]"), f("f32[3,2,3,3]"), f("f32[3]"), [2, 2], "valid",
       id="conv2d.padding-valid"),
     C("aten::convolution", f("f32[1,2,5,5]"), f("f32[3,2,3,3]"), f("f32[3]"), [1, 1], [1, 1],
