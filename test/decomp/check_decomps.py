@@ -56,13 +56,15 @@ TORCH_TO_FX = {t: name for name, (_, t) in DTYPES.items()}
 class X:
     """A graph input: `X("f32[2,3]")`, values uniform in [lo, hi) (floats
     default to normal), `intf=True` for integer-valued floats,
-    `special=True` for floats whose first elements are nan, inf, -inf."""
+    `special=True` for floats whose first elements are nan, inf, -inf,
+    `unique=True` for integers drawn from [lo, hi) without repeats."""
 
-    def __init__(self, spec, lo=None, hi=None, intf=False, special=False):
+    def __init__(self, spec, lo=None, hi=None, intf=False, special=False, unique=False):
         self.dtype, dims = spec.split("[", 1)
         dims = dims.rstrip("]")
         self.shape = tuple(int(d) for d in dims.split(",")) if dims else ()
         self.lo, self.hi, self.intf, self.special = lo, hi, intf, special
+        self.unique = unique
 
     def make(self, rng):
         arr = self.draw(rng)
@@ -79,6 +81,9 @@ class X:
         if self.dtype in ("i64", "i32", "u8"):
             lo = -5 if self.lo is None else self.lo
             hi = 6 if self.hi is None else self.hi
+            if self.unique:
+                n = int(np.prod(self.shape, dtype=np.int64))
+                return rng.permutation(np.arange(lo, hi))[:n].reshape(self.shape).astype(npt)
             return rng.integers(lo, hi, self.shape).astype(npt)
         if self.intf:
             lo = -3 if self.lo is None else self.lo
@@ -542,6 +547,9 @@ A([
       id="max_pool2d-ceil-dilation"),
     C("aten::max_pool1d", f("f32[1,2,8]"), [2]),
     C("aten::max_pool1d", f("f32[1,2,9]"), [3], [2], [1], id="max_pool1d-stride-pad"),
+    C("aten::max_pool1d", f("f32[1,2,10]"), [3], [3], [1], [1], True, id="max_pool1d-ceil-pad-drop"),
+    C("aten::max_pool2d", f("f32[1,2,8,9]"), [2, 1], [4, 3], [1, 0], [1, 1], True,
+      id="max_pool2d-ceil-stride-gt-kernel"),
     C("aten::max_pool2d_with_indices", f(X4), [2, 2], outputs=[0], id="max_pool2d_with_indices-values"),
     C("aten::max_pool2d_with_indices", f(X4), [2, 2],
       xfail="indices are ONNX's (flattened over N*C*H*W), PyTorch's are per plane (docs/decompositions.md, known gaps)"),
@@ -685,6 +693,26 @@ A([
       id="index.Tensor-two-broadcast"),
     C("aten::index.Tensor", f("f32[4,10,3]"), [i("i64[6]", lo=0, hi=4), i("i64[6]", lo=-10, hi=10),
                                                i("i64[6]", lo=0, hi=3)], id="index.Tensor-three"),
+    C("aten::index_put", f("f32[5,3]"), [i("i64[4]", lo=0, hi=5, unique=True)], f("f32[4,3]")),
+    C("aten::index_put", f("f32[5,3]"), [i("i64[3]", lo=-5, hi=5, unique=True)], f("f32[]"),
+      id="index_put-neg-scalar"),
+    C("aten::index_put", f("f32[6,2,3]"), [i("i64[2,2]", lo=-6, hi=6, unique=True)], f("f32[3]"),
+      id="index_put-2d-index"),
+    C("aten::index_put", i("i64[5,3]"), [i("i64[2]", lo=0, hi=5, unique=True)], i("i64[2,1]"),
+      id="index_put-i64"),
+    C("aten::index_put", f("f32[5,3]"), [i("i64[7]", lo=-5, hi=5)], f("f32[7,3]"), True,
+      id="index_put-accumulate"),
+    C("aten::index_put", f("f64[4]"), [i("i64[9]", lo=0, hi=4)], f("f64[]"), True,
+      id="index_put-accumulate-f64"),
+    C("aten::index_put", f("f32[5,3]"), [b("f32[5,3]")], f("f32[]"), id="index_put-mask"),
+    C("aten::index_put", f("f32[5,3]"), [b("f32[5]")], f("f32[]"), id="index_put-mask-rows"),
+    C("aten::index_put", f("f32[5,3]"), [b("f32[5]")], f("f32[]"), True,
+      id="index_put-mask-accumulate"),
+    C("aten::index_put", f("f32[5,3]"), [b("f32[5]")], f("f32[3]"), id="index_put-mask-tensor"),
+    C("aten::index_put", f("f32[4,3]"), [b("f32[4,3]")], f("f32[1]"), True,
+      id="index_put-mask-tensor-accumulate"),
+    C("aten::index_put", i("i64[2,3,2]"), [X("u8[2,3]", lo=0, hi=2)], i("i64[]"),
+      id="index_put-mask-u8"),
     C("aten::roll", f("f32[4,3,5]"), [2], [0]),
     C("aten::roll", f("f32[4,3,5]"), [-1, 7], [1, -1], id="roll-neg-wrap"),
     C("aten::roll", f("f32[1,6,6,4]"), [-3, -3], [1, 2], id="roll-swin"),
