@@ -607,6 +607,18 @@ static int out_variant(Functionalize *f, Node *n, uint32_t k, Node *next)
 	return 0;
 }
 
+/* The view op an in-place op stands for when it changes only its tensor's
+ * shape and strides (transpose_ -> transpose.int, t_, squeeze_.dim,
+ * unsqueeze_, as_strided_...); OP_GENERIC when it writes data. */
+static OpId shape_view(Sym fname)
+{
+	char buf[256];
+	OpId op = op_lookup(S_aten, fname);
+	if (op == OP_GENERIC && snprintf(buf, sizeof buf, "%s.int", sym_str(fname)) < (int)sizeof buf)
+		op = op_lookup(S_aten, sym_cstr(buf));
+	return op != OP_GENERIC && (op_info[op].flags & OPF_VIEW) ? op : OP_GENERIC;
+}
+
 static int visit(Functionalize *f, Node *n, Node *next)
 {
 	if (node_has_subgraph(n) || n->domain != S_aten) {
@@ -622,6 +634,15 @@ static int visit(Functionalize *f, Node *n, Node *next)
 	rewrite_operands(f, n);
 	if (fname && !c0)
 		return fail(f, n, "an in-place op needs a tensor first argument");
+	/* A shape-changing in-place op writes nothing: its result (which later
+	 * nodes use for the tensor, as make_fx records them) is a new view of
+	 * the same storage, and views taken before keep their shapes. */
+	if (fname && shape_view(fname) != OP_GENERIC) {
+		rename_op(n, op_name_of(shape_view(fname)));
+		if (n->nres && n->res[0])
+			note_view(f, n, c0);
+		return 0;
+	}
 	if (fname)
 		return inplace(f, n, c0, fname, next);
 	if (is_view(n))
