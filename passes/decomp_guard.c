@@ -75,23 +75,26 @@ static const Type *tensor_type(const Eval *ev, const Arg *a)
 }
 
 /* The rank (what = 0) or dtype (what = 1) of a tensor, of a number (rank
- * 0, dtype unknown), or shared by every tensor of a list. */
+ * 0, dtype unknown), or shared by every tensor of a list (its nones, as in
+ * index.Tensor's optional indices, left out). */
 static int type_fact(const Eval *ev, const Arg *a, int what, int64_t *out)
 {
 	if (is_num(a) && what == 0) {
 		*out = 0;
 		return KNOWN;
 	}
-	uint32_t n = a->kind == A_LIST ? a->n : 1;
+	uint32_t n = a->kind == A_LIST ? a->n : 1, seen = 0;
 	const Arg *v = a->kind == A_LIST ? a->u.list : a;
 	for (uint32_t i = 0; i < n; i++) {
+		if (a->kind == A_LIST && v[i].kind == A_NONE)
+			continue;
 		const Type *t = tensor_type(ev, &v[i]);
 		int64_t f = !t ? -1 : what == 0 ? t->rank : t->dtype == DT_UNDEF ? -1 : t->dtype;
-		if (f < 0 || (i && f != *out))
+		if (f < 0 || (seen++ && f != *out))
 			return UNKNOWN;
 		*out = f;
 	}
-	return n ? KNOWN : UNKNOWN;
+	return seen ? KNOWN : UNKNOWN;
 }
 
 /* Dim i (negative: from the end) of a tensor of known rank. */
