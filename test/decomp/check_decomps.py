@@ -270,6 +270,25 @@ A([C("_operator::neg", i("i64[]", lo=1, hi=20), id="operator.neg"),
      xfail="Python // floors, onnx::Div truncates; the exporter's sizes are non-negative")])
 
 # -- reductions.fxir --
+# Sums and products of bool and integer tensors are i64; extrema of bool
+# tensors go through u8 (the ONNX ops take neither).
+for _dt in ("bool", "u8", "i32"):
+    _s = "%s[3,4]" % _dt
+    A([C("aten::sum", X(_s), id="sum-" + _dt),
+       C("aten::sum.dim_IntList", X(_s), [1], id="sum.dim_IntList-" + _dt),
+       C("aten::cumsum", X(_s), 1, id="cumsum-" + _dt),
+       C("aten::prod", X(_s, lo=-2, hi=3), id="prod-" + _dt),
+       C("aten::prod.dim_int", X(_s, lo=-2, hi=3), 0, id="prod.dim_int-" + _dt),
+       C("aten::prod.dim_int", X(_s, lo=-2, hi=3), 1, True, opset=17, id="prod.dim_int-opset17-" + _dt)])
+A([C("aten::amax", b("f32[3,4]"), [1], id="amax-bool"),
+   C("aten::amin", b("f32[3,4]"), [0], True, id="amin-bool"),
+   C("aten::amax", b("f32[3,4]"), [1], opset=17, id="amax-bool-opset17"),
+   C("aten::max", b("f32[3,4]"), id="max-bool"),
+   C("aten::min", b("f32[3,4]"), id="min-bool"),
+   C("aten::max.dim", b("f32[3,4]"), 1, id="max.dim-bool"),
+   C("aten::min.dim", b("f32[3,4]"), 0, True, id="min.dim-bool"),
+   C("aten::where.self", b(), b(), b(), id="where.self-bool"),
+   C("aten::masked_fill.Scalar", b(), b(), True, id="masked_fill.Scalar-bool")])
 A([
     C("aten::mean.dim", f("f32[3,4,5]"), [1]),
     C("aten::mean.dim", f("f32[3,4,5]"), [0, 2], True, id="mean.dim-keepdim"),
