@@ -341,15 +341,17 @@ static void bind_promoted(const Decompose *x, const Decomp *d, Bound *b)
 /* The where clause sees the bound arguments, and writes definitions. */
 static int guards_hold(Decompose *x, const Decomp *d, Bound *b)
 {
+	Arg small[16];
 	if (!d->nguard)
 		return 1;
-	Arg *vals = xcalloc(d->nparam + 1, sizeof *vals);
+	Arg *vals = d->nparam <= 16 ? small : xcalloc(d->nparam, sizeof *vals);
 	for (uint32_t i = 0; i < d->nparam; i++)
 		vals[i] = b[i].a;
 	int ok = decomp_where(x->m, d, vals, &x->tmp);
 	for (uint32_t i = 0; ok && i < d->nparam; i++)
 		b[i].a = vals[i];
-	free(vals);
+	if (vals != small)
+		free(vals);
 	return ok;
 }
 
