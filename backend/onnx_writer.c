@@ -871,10 +871,7 @@ static Onnx__OperatorSetIdProto **model_opsets(Writer *w, size_t *n)
 
 static int64_t default_version(Writer *w)
 {
-	for (uint32_t i = 0; i < w->m->opsets.n; i++)
-		if (w->m->opsets.v[i].domain == w->s_onnx)
-			return w->m->opsets.v[i].version;
-	return w->opt && w->opt->opset > 0 ? w->opt->opset : DEFAULT_OPSET;
+	return opsets_onnx(&w->m->opsets, w->opt && w->opt->opset > 0 ? w->opt->opset : DEFAULT_OPSET);
 }
 
 /* ---- local functions -------------------------------------------------------- */
