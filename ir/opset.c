@@ -24,6 +24,7 @@ static const Form forms[] = {
 #undef GONE
 };
 enum { NFORMS = sizeof forms / sizeof *forms };
+_Static_assert(NFORMS < 255, "first_form holds an index + 1 in a byte");
 
 /* Index + 1 of each op's first FORM line, 0 for none; built once. */
 static uint8_t first_form[OP_COUNT];
@@ -52,10 +53,11 @@ static const Form *form_at(OpId op, int64_t v)
 static int attr_listed(const char *list, Sym name)
 {
 	size_t n = sym_len(name);
-	for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+	for (const char *p = list; *p;) {
 		size_t k = strcspn(p, ",");
 		if (k == n && memcmp(p, sym_str(name), n) == 0)
 			return 1;
+		p += k + (p[k] == ',');
 	}
 	return 0;
 }
@@ -122,6 +124,7 @@ typedef struct Check {
 	Module *m;
 	int64_t model;              /* the model's default-domain opset */
 	int errors;
+	int gather;                 /* 1: find what the nodes need; 0: check them */
 	int64_t need;               /* the most any node needs */
 	const Node *needer;         /* the node that needs it */
 } Check;
@@ -188,7 +191,7 @@ static Status visit(const GraphVisit *gv, void *ctx)
 	for (const Node *n = gv->g->first; n; n = n->next) {
 		if (n->domain != S_onnx || n->op == OP_GENERIC)
 			continue;
-		if (c->need >= 0) {
+		if (c->gather) {
 			int64_t need = node_needs(n);
 			if (need > c->need) {
 				c->need = need;
@@ -227,8 +230,9 @@ static void raise_to(Arena *a, OpsetVec *v, int64_t to, int add)
 static void upgrade(Check *c)
 {
 	Module *m = c->m;
-	c->need = 0;
+	c->gather = 1;
 	module_walk(m, WALK_PROGRAM, visit, c);
+	c->gather = 0;
 	if (c->need <= c->model)
 		return;
 	diag_note(c->needer->loc, "default-domain opset raised from %lld to %lld for onnx::%s",
@@ -242,10 +246,9 @@ static void upgrade(Check *c)
 int verify_opset(Module *m, int64_t fallback, int raise)
 {
 	index_forms();
-	Check c = { m, opsets_onnx(&m->opsets, fallback), 0, -1, NULL };
+	Check c = { .m = m, .model = opsets_onnx(&m->opsets, fallback) };
 	if (raise)
 		upgrade(&c);
-	c.need = -1;
 	module_walk(m, WALK_PROGRAM, visit, &c);
 	return c.errors;
 }
