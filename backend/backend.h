@@ -17,6 +17,7 @@ typedef struct OnnxWriteOptions {
 	const char *external_file;  /* NULL: <output>.data */
 	size_t external_threshold;  /* bytes; default 1024 */
 	const char *weights_dir;    /* where the module's weights file is looked for */
+	int keep_inits_as_inputs;   /* list every initializer of the main graph as an input too */
 } OnnxWriteOptions;
 
 /* onnx_writer.c: returns 0 on success, nonzero after a diagnostic. */

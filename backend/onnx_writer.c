@@ -720,19 +720,35 @@ static void graph_nodes(Writer *w, const Graph *g, NodeVec *nv)
 
 static int is_input(const Value *v) { return v->kind == VK_INPUT; }
 
+static void add_init(Writer *w, Onnx__GraphProto *p, Onnx__TensorProto *t)
+{
+	if (!t)
+		w->failed = 1;
+	else
+		p->initializer[p->n_initializer++] = t;
+}
+
+/* An input with a default is a graph input and an initializer of the same
+ * name.  With keep_inits_as_inputs, every initializer of the main graph is
+ * also listed as an input, after the inputs proper (as torch.onnx.export's
+ * keep_initializers_as_inputs does). */
 static void graph_inputs(Writer *w, const Graph *g, Onnx__GraphProto *p)
 {
-	p->input = PTRS(w, Onnx__ValueInfoProto, g->nin);
-	for (uint32_t i = 0; i < g->nin; i++)
-		if (is_input(val(w->m, g->in[i])))
-			p->input[p->n_input++] = value_info(w, g->in[i], NULL);
-	p->initializer = PTRS(w, Onnx__TensorProto, g->inits.n);
+	int all = w->opt && w->opt->keep_inits_as_inputs && g == w->m->graphs.v[0];
+	p->input = PTRS(w, Onnx__ValueInfoProto, g->nin + (all ? g->inits.n : 0));
+	p->initializer = PTRS(w, Onnx__TensorProto, g->inits.n + g->nin);
+	for (uint32_t i = 0; i < g->nin; i++) {
+		const Value *v = val(w->m, g->in[i]);
+		if (!is_input(v))
+			continue;
+		p->input[p->n_input++] = value_info(w, g->in[i], NULL);
+		if (v->init)
+			add_init(w, p, tensor_proto(w, v->init, vname(w, g->in[i])));
+	}
 	for (uint32_t i = 0; i < g->inits.n; i++) {
-		Onnx__TensorProto *t = init_proto(w, g->inits.v[i]);
-		if (!t)
-			w->failed = 1;
-		else
-			p->initializer[p->n_initializer++] = t;
+		if (all)
+			p->input[p->n_input++] = value_info(w, g->inits.v[i], NULL);
+		add_init(w, p, init_proto(w, g->inits.v[i]));
 	}
 }
 
@@ -855,10 +871,7 @@ static Onnx__OperatorSetIdProto **model_opsets(Writer *w, size_t *n)
 
 static int64_t default_version(Writer *w)
 {
-	for (uint32_t i = 0; i < w->m->opsets.n; i++)
-		if (w->m->opsets.v[i].domain == w->s_onnx)
-			return w->m->opsets.v[i].version;
-	return w->opt && w->opt->opset > 0 ? w->opt->opset : DEFAULT_OPSET;
+	return opsets_onnx(&w->m->opsets, w->opt && w->opt->opset > 0 ? w->opt->opset : DEFAULT_OPSET);
 }
 
 /* ---- local functions -------------------------------------------------------- */

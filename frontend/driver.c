@@ -34,6 +34,7 @@ typedef struct Opts {
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
+	int opset_upgrade;          /* -opset-upgrade */
 } Opts;
 
 static const char usage_text[] =
@@ -52,6 +53,11 @@ static const char usage_text[] =
 	"                           else fxir)\n"
 	"  -opset=N                 default-domain opset when the input names none\n"
 	"                           (17 to 23; default 18)\n"
+	"  -opset-upgrade           raise the default-domain opset to the smallest that\n"
+	"                           has every op used, instead of failing\n"
+	"  -keep-initializers-as-inputs\n"
+	"                           list every initializer as a graph input too (an\n"
+	"                           input with a default, which the user may override)\n"
 	"  -external-data[=FILE]    put large tensors in a side file (default <output>.data)\n"
 	"  -external-threshold=N    tensors of at least N bytes go there (default 1024)\n"
 	"  -report[=FILE.md]        also write a Markdown conversion report, even when\n"
@@ -163,7 +169,7 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 /* Every option as typed, `=` marking those that take a value; the
  * suggestions for a mistyped one come from here. */
 static const char *const option_names[] = {
-	"-o", "-emit=", "-opset=", "-external-data=", "-external-data", "-external-threshold=",
+	"-o", "-emit=", "-opset=", "-opset-upgrade", "-keep-initializers-as-inputs", "-external-data=", "-external-data", "-external-threshold=",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
@@ -285,6 +291,10 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-max-errors", &v)) {
 			parse_numeric(a, v, 0, 100000, &n);
 			o->max_errors = (int)n;
+		} else if (strcmp(a, "-keep-initializers-as-inputs") == 0) {
+			o->w.keep_inits_as_inputs = 1;
+		} else if (strcmp(a, "-opset-upgrade") == 0) {
+			o->opset_upgrade = 1;
 		} else if (match(a, "-opset", &v)) {
 			parse_numeric(a, v, 17, 23, &n);
 			o->w.opset = (int)n;
@@ -411,8 +421,14 @@ static int emit_onnx(Module *m, const Opts *o)
 	return onnx_write(m, o->output, &o->w);
 }
 
+/* What is written as ONNX uses only ops of its opset, in their form there. */
 static int emit(Module *m, const Opts *o)
 {
+	if (o->emit != EMIT_FXIR && verify_opset(m, o->w.opset ? o->w.opset : 18, o->opset_upgrade)) {
+		if (o->report)
+			report_stage(o->report, STAGE_WRITE, STAGE_FAILED, NULL);
+		return 1;
+	}
 	if (o->emit == EMIT_ONNX) {
 		int rc = emit_onnx(m, o);
 		if (o->report)

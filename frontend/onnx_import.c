@@ -822,11 +822,14 @@ static int graph_inits(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto 
 	return 0;
 }
 
-/* Inputs that are also initializers (old exporters list both) are
- * constants, not inputs. */
+/* An initializer that is also an input of the main graph is an input with
+ * a default (a VK_INPUT value with `init`), which the user may override:
+ * models of IR version < 4 list every initializer so, and ONNX gives the
+ * pair that meaning at every version.  In a subgraph the pair is a
+ * constant. */
 static int graph_inputs(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto *p)
 {
-	uint32_t ninit = defs->n;
+	uint32_t ninit = defs->n, ndefault = 0;
 	g->in = ARENA_ARRAY(imp->a, ValueId, p->n_input + 1);
 	for (size_t i = 0; i < p->n_input; i++) {
 		const char *name = p->input[i]->name ? p->input[i]->name : "";
@@ -834,6 +837,13 @@ static int graph_inputs(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto
 		int is_init = 0;
 		for (uint32_t k = 0; v && k < ninit && !is_init; k++)
 			is_init = defs->v[k] == sym_cstr(name);
+		if (is_init && !g->parent) {
+			if (val(imp->m, v)->kind == VK_INPUT)
+				return fail(imp, "graph '%s': input '%s' is listed twice", p->name ? p->name : "", name);
+			val(imp->m, v)->kind = VK_INPUT;
+			g->in[g->nin++] = v;
+			ndefault++;
+		}
 		if (is_init)
 			continue;
 		Type *t = import_type(imp, p->input[i]->type);
@@ -841,6 +851,12 @@ static int graph_inputs(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto
 			return -1;
 		g->in[g->nin++] = v;
 	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; ndefault && i < g->inits.n; i++)
+		if (val(imp->m, g->inits.v[i])->kind == VK_CONST)
+			g->inits.v[k++] = g->inits.v[i];
+	if (ndefault)
+		g->inits.n = k;
 	return 0;
 }
 

@@ -193,7 +193,8 @@ static Status check_type(const Value *v, const RTensor *t)
 	return FAILED;
 }
 
-/* One tensor per VK_INPUT, in order; every missing input is named. */
+/* One tensor per VK_INPUT, in order (an input with a default that is not
+ * given takes its default); every missing input is named. */
 static Status bind_inputs(const RunOpts *o, Module *m, RTensor ***feeds, uint32_t *nfeeds)
 {
 	Graph *g = m->graphs.v[0];
@@ -206,8 +207,8 @@ static Status bind_inputs(const RunOpts *o, Module *m, RTensor ***feeds, uint32_
 			continue;
 		const char *name = sym_str(v->name);
 		const Given *gv = given_for(o, name);
-		RTensor *t = gv ? read_given(gv, name) : NULL;
-		if (!gv)
+		RTensor *t = gv ? read_given(gv, name) : v->init ? rt_from_ir(v->loc, v->init) : NULL;
+		if (!gv && !v->init)
 			diag_error(v->loc, "input '%s' is not given (--input %s=FILE.npy)", name, name);
 		if (!t || check_type(v, t) != OK)
 			s = FAILED;

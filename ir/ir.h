@@ -256,7 +256,7 @@ enum { /* op properties */
 
 typedef enum {
 	OP_GENERIC = 0,             /* not in the registry */
-#define OP(e, dom, name, mi, ma, mo, mx, fl) OP_##e,
+#define OP(e, dom, name, mi, ma, mo, mx, since, fl) OP_##e,
 #include "ops.def"
 	OP_COUNT
 } OpId;
@@ -266,6 +266,7 @@ typedef struct OpInfo {
 	uint8_t dom;                /* DOM_ONNX or DOM_ATEN */
 	int16_t min_in, max_in, min_out, max_out;
 	uint32_t flags;
+	uint16_t since;             /* ONNX: the default-domain opset it first appears in; ATen: 0 */
 } OpInfo;
 
 extern const OpInfo op_info[OP_COUNT];
@@ -380,6 +381,7 @@ struct Node {
 	Sym node_name;              /* ONNX NodeProto.name, may be 0 */
 	Str doc;
 	Loc loc;                    /* where the node is in the .fxir text */
+	uint16_t opset;             /* onnx::Op.opsetN: needs opset N at least; 0: none */
 };
 
 typedef struct Graph {
@@ -584,5 +586,15 @@ size_t utf8_len(const unsigned char *s, const unsigned char *end);
 /* ---- verifier.c --------------------------------------------------------- */
 /* Reports every problem through diag; returns the number of errors. */
 int verify_module(Module *m);
+
+/* ---- opset.c: ops checked against the target opset ----------------------- */
+/* The default-domain opset v declares, or fallback. */
+int64_t opsets_onnx(const OpsetVec *v, int64_t fallback);
+/* Every ONNX op of the program (graphs and function bodies) exists, in the
+ * form it is written, at the default-domain opset it targets: the
+ * module's (a function's own if it names one), else `fallback`.  With
+ * `raise`, the opset is first raised to the smallest every op needs (a
+ * note says so).  Reports each problem at its node; returns the count. */
+int verify_opset(Module *m, int64_t fallback, int raise);
 
 #endif

@@ -116,10 +116,7 @@ Kernel rt_kernel(OpId op)
 
 int rt_module_opset(const Module *m)
 {
-	for (uint32_t i = 0; i < m->opsets.n; i++)
-		if (m->opsets.v[i].domain == S_onnx)
-			return (int)m->opsets.v[i].version;
-	return 18;
+	return (int)opsets_onnx(&m->opsets, 18);
 }
 
 Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, RTensor **out)

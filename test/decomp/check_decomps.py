@@ -283,6 +283,7 @@ A([
     C("aten::argmin", f("f32[3,4]"), id="argmin-flat"),
     C("aten::logsumexp", f("f32[3,4]"), [1]),
     C("aten::logsumexp", f("f32[3,4]"), [0], True, id="logsumexp-keepdim"),
+    C("aten::logsumexp", f("f32[3,4]"), [1], opset=17, id="logsumexp-opset17"),
     C("aten::cumsum", f("f32[3,4]"), 1),
     C("aten::cumsum", i("i64[3,4]"), 0, id="cumsum-i64"),
     C("aten::any", b("f32[3,4]")),
@@ -291,11 +292,15 @@ A([
     C("aten::all", X("bool[3,4]", lo=1), id="all-mixed"),
     C("aten::any.dim", b("f32[3,4]"), 1),
     C("aten::any.dim", b("f32[3,4]"), 0, True, id="any.dim-keepdim"),
+    C("aten::any.dim", b("f32[3,4]"), 1, opset=17, id="any.dim-opset17"),
     C("aten::var.correction", f("f32[3,4]"), [1], correction=0),
     C("aten::var.correction", f("f32[3,4]"), [0, 1], correction=0, keepdim=True,
       id="var.correction-keepdim"),
+    C("aten::var.correction", f("f32[3,4]"), [0, 1], correction=0, keepdim=True, opset=17,
+      id="var.correction-opset17"),
     C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [1]),
     C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [0], True, id="norm.ScalarOpt_dim-keepdim"),
+    C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [1], opset=17, id="norm.ScalarOpt_dim-opset17"),
 ])
 
 # -- indexing.fxir --
@@ -566,6 +571,7 @@ A([
     C("aten::gelu", f(), approximate="tanh", opset=20, id="gelu-tanh-opset20"),
     C("aten::silu", f()),
     C("aten::mish", f()),
+    C("aten::mish", f(), opset=17, id="mish-opset17"),
     C("aten::hardsigmoid", f(lo=-4.0, hi=4.0)),
     C("aten::hardswish", f(lo=-4.0, hi=4.0)),
     C("aten::softplus", f()),
