@@ -34,6 +34,10 @@ typedef struct Opts {
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
+	int bisect;                 /* -bisect-accuracy[=REF] */
+	const char *bisect_ref;
+	double rtol, atol;          /* -accuracy-rtol=, -accuracy-atol= */
+	Bisect *bisector;
 } Opts;
 
 static const char usage_text[] =
@@ -79,6 +83,12 @@ static const char usage_text[] =
 	"  -time-passes             report how long each pass took\n"
 	"  -stats                   report each pass's node count before and after\n"
 	"                           (every graph, subgraph and function body)\n"
+	"  -bisect-accuracy[=REF]   run the program with the reference kernels after\n"
+	"                           every pass (on REF.safetensors' input.<name>, or\n"
+	"                           seeded random inputs) and name the first pass and\n"
+	"                           node whose values leave the tolerance\n"
+	"  -accuracy-rtol=X, -accuracy-atol=X\n"
+	"                           its tolerance (default 1e-4, 1e-5)\n"
 	"\n"
 	"Diagnostics and testing:\n"
 	"  -verify-diagnostics      check `// expected-error {{...}}` annotations in the\n"
@@ -160,6 +170,16 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 	}
 }
 
+static double parse_tolerance(const char *arg, const char *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (errno || end == v || *end || !(x >= 0))
+		usage_error("%s: expected a number >= 0", arg);
+	return x;
+}
+
 /* Every option as typed, `=` marking those that take a value; the
  * suggestions for a mistyped one come from here. */
 static const char *const option_names[] = {
@@ -168,7 +188,7 @@ static const char *const option_names[] = {
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
-	"-report=", "-report",
+	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=",
 };
 
 /* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
@@ -305,6 +325,17 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (!*v)
 				usage_error("%s: expected a file name", a);
 			o->report_file = v;
+		} else if (strcmp(a, "-bisect-accuracy") == 0) {
+			o->bisect = 1;
+		} else if (match(a, "-bisect-accuracy", &v)) {
+			if (!*v)
+				usage_error("%s: expected a reference file (REF.safetensors)", a);
+			o->bisect = 1;
+			o->bisect_ref = v;
+		} else if (match(a, "-accuracy-rtol", &v)) {
+			o->rtol = parse_tolerance(a, v);
+		} else if (match(a, "-accuracy-atol", &v)) {
+			o->atol = parse_tolerance(a, v);
 		} else if (strcmp(a, "-outline") == 0) {
 			o->outline = 1;
 		} else if (match(a, "-outline", &v)) {
@@ -342,6 +373,8 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline };
+	if (o->bisector && bisect_begin(o->bisector, m) != OK)
+		return 1;
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
@@ -369,7 +402,11 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 				report_stage(o->report, report_stage_of_pass(p->name), STAGE_FAILED, NULL);
 			return 1;
 		}
+		if (o->bisector && bisect_after(o->bisector, m, p->name) != OK)
+			return 1;
 	}
+	if (o->bisector)
+		bisect_end(o->bisector);
 	return 0;
 }
 
@@ -663,6 +700,8 @@ int main(int argc, char **argv)
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;
+	o.rtol = 1e-4;
+	o.atol = 1e-5;
 	parse_args(argc, argv, &o);
 	diag_set_max_errors(o.max_errors);
 	if (o.emit == EMIT_DEFAULT) {
@@ -671,6 +710,8 @@ int main(int argc, char **argv)
 	}
 	if (o.report_file && (o.split || o.verify_diags))
 		usage_error("%s", "-report writes one report for one conversion: not with -split-input-file or -verify-diagnostics");
+	if (o.bisect && (o.split || o.verify_diags))
+		usage_error("%s", "-bisect-accuracy runs one program: not with -split-input-file or -verify-diagnostics");
 	if (o.split && o.emit == EMIT_ONNX)
 		usage_error("%s", "-split-input-file writes one output per input: use -emit=fxir or -emit=listing, not onnx");
 	if (!o.output)
@@ -700,6 +741,8 @@ int main(int argc, char **argv)
 		if (named[i] && !pass_lookup(named[i], strlen(named[i])))
 			usage_error("unknown pass '%s' (see -list-passes)", named[i]);
 	o.lib = decomp_lib_new(o.decomp_path, o.decomp_files, o.ndecomp_files);
+	if (o.bisect)
+		o.bisector = bisect_new(o.bisect_ref, o.w.weights_dir, o.rtol, o.atol);
 	size_t len;
 	char *text = strcmp(o.input, "-") == 0 ? read_stdin(&len) : read_file(o.input, &len);
 	int rc = 1;
@@ -711,6 +754,7 @@ int main(int argc, char **argv)
 	if (o.report && report_write(o.report, o.report_file) != OK)
 		rc = 1;
 	report_free(o.report);
+	bisect_free(o.bisector);
 	free(command);
 	free(o.owned_report);
 	free(o.owned_output);
