@@ -80,7 +80,8 @@ static const char usage_text[] =
 	"  -print-after=NAME        dump the IR after pass NAME\n"
 	"  -print-before=NAME       dump the IR before pass NAME\n"
 	"  -verify-each             run the verifier after every pass\n"
-	"  -time-passes             report how long each pass took\n"
+	"  -time-passes             report how long each pass took and its node count\n"
+	"                           before and after, then the totals\n"
 	"  -stats                   report each pass's node count before and after\n"
 	"                           (every graph, subgraph and function body)\n"
 	"  -bisect-accuracy[=REF]   run the program with the reference kernels after\n"
@@ -375,19 +376,29 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 			   o->w.weights_dir, o->outline_classes, o->outline };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
+	double total_ms = 0;
+	uint32_t first = 0, last = 0;
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
+		uint32_t before = o->stats || o->time_passes ? module_node_count(m) : 0;
 		double t0 = now();
-		uint32_t before = o->stats ? module_node_count(m) : 0;
 		Status st = p->run(m, &po);
-		if (o->time_passes)
-			fprintf(stderr, "onnxc: pass %-14s %9.3f ms\n", p->name, (now() - t0) * 1e3);
-		if (o->stats) {
+		double ms = (now() - t0) * 1e3;
+		if (o->stats || o->time_passes) {
 			uint32_t after = module_node_count(m);
-			fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
-				(long long)after - (long long)before);
+			/* -time-passes shows the counts too: one line a pass. */
+			if (o->time_passes)
+				fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld)\n", p->name, ms, before, after,
+					(long long)after - (long long)before);
+			else
+				fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
+					(long long)after - (long long)before);
+			total_ms += ms;
+			last = after;
+			if (i == 0)
+				first = before;
 		}
 		int failed = st != OK || diag_error_count();
 		if (o->report)
@@ -407,6 +418,9 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 	}
 	if (o->bisector)
 		bisect_end(o->bisector);
+	if (o->time_passes && pl->n)
+		fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld), %u passes\n", "total", total_ms, first, last,
+			(long long)last - (long long)first, pl->n);
 	return 0;
 }
 
