@@ -26,6 +26,12 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt);
  * conversion report). */
 int listing_write(Module *m, FILE *out, const OnnxWriteOptions *opt);
 
+/* dot.c: the program for Graphviz (-emit=dot): nodes by op, edges by
+ * value with its type, module scopes as clusters, function bodies and
+ * subgraphs as clusters of their own, calls of local functions as 3-D
+ * boxes.  Nonzero after a write error. */
+int dot_write(Module *m, FILE *out);
+
 /* onnx_writer.c, shared with listing.c: the ModelProto that the writer
  * packs and the listing prints, so the listing shows exactly what the file
  * holds (node names, opset imports, value types, metadata). */

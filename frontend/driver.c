@@ -12,7 +12,7 @@
 #include "frontend.h"
 #include "passes.h"
 
-typedef enum { EMIT_DEFAULT, EMIT_FXIR, EMIT_LISTING, EMIT_ONNX } Emit;
+typedef enum { EMIT_DEFAULT, EMIT_FXIR, EMIT_LISTING, EMIT_ONNX, EMIT_DOT } Emit;
 
 typedef struct Opts {
 	const char *input, *output;
@@ -52,8 +52,9 @@ static const char usage_text[] =
 	"Output:\n"
 	"  -o FILE                  write here (default: standard output for text;\n"
 	"                           <input>.onnx in the current directory for ONNX)\n"
-	"  -emit=fxir|listing|onnx  what to write (default: onnx when -o ends in .onnx,\n"
-	"                           else fxir)\n"
+	"  -emit=fxir|listing|onnx|dot\n"
+	"                           what to write (default: onnx when -o ends in .onnx,\n"
+	"                           else fxir); dot: the graph for Graphviz\n"
 	"  -opset=N                 default-domain opset when the input names none\n"
 	"                           (17 to 23; default 18)\n"
 	"  -external-data[=FILE]    put large tensors in a side file (default <output>.data)\n"
@@ -158,8 +159,10 @@ static void parse_emit(Opts *o, const char *v)
 		o->emit = EMIT_LISTING;
 	else if (strcmp(v, "onnx") == 0)
 		o->emit = EMIT_ONNX;
+	else if (strcmp(v, "dot") == 0)
+		o->emit = EMIT_DOT;
 	else
-		usage_error("unknown -emit kind '%s' (expected fxir, listing or onnx)", v);
+		usage_error("unknown -emit kind '%s' (expected fxir, listing, onnx or dot)", v);
 }
 
 static void parse_numeric(const char *arg, const char *v, long lo, long hi, long *out)
@@ -449,6 +452,8 @@ static int emit_text(Module *m, const Opts *o, FILE *dst)
 {
 	if (o->emit == EMIT_LISTING)
 		return listing_write(m, dst, &o->w);
+	if (o->emit == EMIT_DOT)
+		return dot_write(m, dst);
 	print_module(dst, m);
 	return 0;
 }
@@ -644,7 +649,8 @@ static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t l
 		if (m)
 			report_stage(r, STAGE_VERIFY, verified ? STAGE_OK : STAGE_FAILED, NULL);
 		if (o->emit != EMIT_ONNX)
-			report_stage(r, STAGE_WRITE, STAGE_NOT_RUN, o->emit == EMIT_LISTING ? "not asked: -emit=listing" : "not asked: -emit=fxir");
+			report_stage(r, STAGE_WRITE, STAGE_NOT_RUN, o->emit == EMIT_LISTING ? "not asked: -emit=listing"
+				     : o->emit == EMIT_DOT ? "not asked: -emit=dot" : "not asked: -emit=fxir");
 	}
 	if (lowered)
 		rc = emit(m, o);
