@@ -20,19 +20,13 @@
 #include "frontend.h"
 #include "runtime.h"
 
-typedef struct ValSet {
-	RTensor **by_sym;           /* by the value's name */
-	uint32_t cap;
-	VEC(Sym) names;
-} ValSet;
-
 struct Bisect {
 	const char *ref, *weights_dir;
 	double rtol, atol;
 	SafeTensors *st;
 	RTensor **feeds;
 	uint32_t nfeeds;
-	ValSet prev;                /* the last program evaluated */
+	RtValues prev;                /* the last program evaluated */
 	const char *prev_pass;      /* the pass that made it; NULL: none yet */
 	uint32_t evaluated, skipped;
 	int diverged;
@@ -42,26 +36,12 @@ struct Bisect {
 typedef struct Eval {
 	Bisect *b;
 	Module *m;
-	ValSet cur;
+	RtValues cur;
 	uint32_t aligned;
 	double max_abs;
 	ValueId bad;                /* the first value outside the tolerance */
 	RtCompare badc;
 } Eval;
-
-static void valset_free(ValSet *s)
-{
-	for (uint32_t i = 0; i < s->names.n; i++)
-		rt_free(s->by_sym[s->names.v[i]]);
-	free(s->by_sym);
-	free(s->names.v);
-	memset(s, 0, sizeof *s);
-}
-
-static const RTensor *valset_get(const ValSet *s, Sym name)
-{
-	return name < s->cap ? s->by_sym[name] : NULL;
-}
 
 Bisect *bisect_new(const char *ref, const char *weights_dir, double rtol, double atol)
 {
@@ -80,7 +60,7 @@ void bisect_free(Bisect *b)
 	for (uint32_t i = 0; i < b->nfeeds; i++)
 		rt_free(b->feeds[i]);
 	free(b->feeds);
-	valset_free(&b->prev);
+	rt_values_free(&b->prev);
 	safetensors_close(b->st);
 	free(b);
 }
@@ -112,10 +92,10 @@ static void observe(void *ctx, ValueId id, const Node *def, const RTensor *t)
 	(void)def;
 	Eval *e = ctx;
 	Sym name = val(e->m, id)->name;
-	if (!name || valset_get(&e->cur, name))
+	if (!name || rt_values_get(&e->cur, name))
 		return;
 	RTensor *own = NULL;
-	const RTensor *want = e->b->prev_pass ? valset_get(&e->b->prev, name) : e->b->st ? (own = ref_value(e->b, name)) : NULL;
+	const RTensor *want = e->b->prev_pass ? rt_values_get(&e->b->prev, name) : e->b->st ? (own = ref_value(e->b, name)) : NULL;
 	if (want) {
 		RtCompare c = rt_compare(t, want, e->b->rtol, e->b->atol);
 		e->aligned++;
@@ -127,9 +107,7 @@ static void observe(void *ctx, ValueId id, const Node *def, const RTensor *t)
 		}
 	}
 	rt_free(own);
-	e->cur.by_sym = xgrow_index(e->cur.by_sym, &e->cur.cap, name, sizeof *e->cur.by_sym);
-	e->cur.by_sym[name] = rt_copy(val(e->m, id)->loc, t);
-	XVEC_PUSH(e->cur.names, name);
+	rt_values_put(&e->cur, name, t);
 }
 
 static Status bind_feeds(Bisect *b, Module *m)
@@ -152,13 +130,13 @@ static Status bind_feeds(Bisect *b, Module *m)
 
 /* Each output with a reference against it; the number that fail, each
  * printed as verify prints it. */
-static uint32_t check_outputs(Bisect *b, Module *m, const ValSet *cur, uint32_t *nchecked)
+static uint32_t check_outputs(Bisect *b, Module *m, const RtValues *cur, uint32_t *nchecked)
 {
 	Graph *g = m->graphs.v[0];
 	uint32_t bad = 0;
 	*nchecked = 0;
 	for (uint32_t i = 0; b->st && i < g->nout; i++) {
-		const RTensor *got = valset_get(cur, val(m, g->out[i])->name);
+		const RTensor *got = rt_values_get(cur, val(m, g->out[i])->name);
 		RTensor *want = got ? ref_value(b, val(m, g->out[i])->name) : NULL;
 		if (!want)
 			continue;
@@ -211,7 +189,7 @@ static void first_bad_output(Bisect *b, Module *m, Eval *e)
 	Graph *g = m->graphs.v[0];
 	for (uint32_t i = 0; i < g->nout && !e->bad; i++) {
 		RTensor *want = ref_value(b, val(m, g->out[i])->name);
-		const RTensor *got = valset_get(&e->cur, val(m, g->out[i])->name);
+		const RTensor *got = rt_values_get(&e->cur, val(m, g->out[i])->name);
 		if (want && got && ((e->badc = rt_compare(got, want, b->rtol, b->atol)).bad || !e->badc.shape_ok))
 			e->bad = g->out[i];
 		rt_free(want);
@@ -232,7 +210,7 @@ static Status evaluate(Bisect *b, Module *m, const char *pass)
 	if (s != OK) {
 		fprintf(stderr, "onnxc: bisect-accuracy: %-14s not evaluated: the interpreter failed on it (%u errors)\n",
 			pass, hidden);
-		valset_free(&e.cur);
+		rt_values_free(&e.cur);
 		b->skipped++;
 		return OK;
 	}
@@ -257,7 +235,7 @@ static Status evaluate(Bisect *b, Module *m, const char *pass)
 		first_bad_output(b, m, &e);
 		snprintf(against, sizeof against, "the reference");
 	}
-	valset_free(&b->prev);
+	rt_values_free(&b->prev);
 	b->prev = e.cur;
 	b->evaluated++;
 	if (e.bad) {

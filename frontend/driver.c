@@ -45,6 +45,7 @@ static const char usage_text[] =
 	"       onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
 	"       onnxc check <model.onnx>\n"
 	"       onnxc verify <model.fxir | model.onnx> --ref REF.safetensors\n"
+	"       onnxc diff <a.fxir | a.onnx> <b.fxir | b.onnx> [--input NAME=FILE]...\n"
 	"\n"
 	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
 	"model) into an ONNX model, a readable listing, or .fxir text.\n"
@@ -106,6 +107,8 @@ static const char usage_text[] =
 	"                           given inputs (see 'onnxc run --help')\n"
 	"  check MODEL.onnx         check the model's structure, every error located\n"
 	"  verify MODEL --ref REF   run MODEL on REF's inputs, compare with its outputs\n"
+	"  diff A B                 run A and B on the same inputs; show the nodes only\n"
+	"                           one has and where their values first differ\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -717,6 +720,8 @@ int main(int argc, char **argv)
 		return check_main(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "verify") == 0)
 		return verify_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "diff") == 0)
+		return diff_main(argc, argv);
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;

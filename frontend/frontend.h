@@ -47,6 +47,9 @@ int check_main(int argc, char **argv);
 /* run.c: `onnxc verify MODEL --ref REF.safetensors`: run on the reference
  * inputs (input.<name>) and compare with its outputs (output.<name>). */
 int verify_main(int argc, char **argv);
+/* diff.c: `onnxc diff A B`: both run on the same inputs, their values
+ * aligned by name; exit 0 when the outputs agree. */
+int diff_main(int argc, char **argv);
 
 /* run.c, shared by verify, diff and -bisect-accuracy. */
 struct RTensor;
@@ -61,6 +64,8 @@ void run_inputs_free(RunInputs *in);
 /* Reads, verifies and lowers (the -O0 pipeline) a model; NULL after errors.
  * *text holds the file's text, which diagnostics show (free it last). */
 Module *run_load_model(const char *path, char **text);
+/* The directory of path, where its weights file is looked for (malloc'd). */
+char *run_model_dir(const char *path);
 /* One tensor per input of the main graph, in order: from the given files,
  * or from a reference file's input.<name> tensors. */
 Status run_bind_inputs(const RunInputs *in, Module *m, struct RTensor ***feeds, uint32_t *nfeeds);

@@ -287,7 +287,7 @@ static Status report(const RunOpts *o, Module *m, RTensor **outs)
 	return s;
 }
 
-static char *model_dir(const char *path)
+char *run_model_dir(const char *path)
 {
 	char *dir = xstrdup(path);
 	char *slash = strrchr(dir, '/');
@@ -303,7 +303,7 @@ int run_main(int argc, char **argv)
 	RunOpts o = { 0 };
 	parse_run_args(argc, argv, &o);
 	diag_set_max_errors(20);
-	char *text = NULL, *dir = model_dir(o.model);
+	char *text = NULL, *dir = run_model_dir(o.model);
 	RTensor **feeds = NULL, **outs = NULL;
 	uint32_t nfeeds = 0;
 	Module *m = run_load_model(o.model, &text);
@@ -445,7 +445,7 @@ int verify_main(int argc, char **argv)
 	VerifyOpts o = { NULL, NULL, 1e-4, 1e-5 };
 	parse_verify_args(argc, argv, &o);
 	diag_set_max_errors(20);
-	char *text = NULL, *dir = model_dir(o.model);
+	char *text = NULL, *dir = run_model_dir(o.model);
 	RTensor **feeds = NULL, **outs = NULL;
 	uint32_t nfeeds = 0;
 	Module *m = run_load_model(o.model, &text);

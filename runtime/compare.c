@@ -2,6 +2,8 @@
  * random inputs of `onnxc diff` and -bisect-accuracy.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "runtime.h"
 
 RtCompare rt_compare(const RTensor *got, const RTensor *want, double rtol, double atol)
@@ -20,6 +22,29 @@ RtCompare rt_compare(const RTensor *got, const RTensor *want, double rtol, doubl
 		c.bad += !(d <= atol + rtol * ay);
 	}
 	return c;
+}
+
+void rt_values_put(RtValues *s, Sym name, const RTensor *t)
+{
+	if (!name || rt_values_get(s, name))
+		return;
+	s->by_sym = xgrow_index(s->by_sym, &s->cap, name, sizeof *s->by_sym);
+	s->by_sym[name] = rt_copy((Loc){ 0 }, t);
+	XVEC_PUSH(s->names, name);
+}
+
+const RTensor *rt_values_get(const RtValues *s, Sym name)
+{
+	return name < s->cap ? s->by_sym[name] : NULL;
+}
+
+void rt_values_free(RtValues *s)
+{
+	for (uint32_t i = 0; i < s->names.n; i++)
+		rt_free(s->by_sym[s->names.v[i]]);
+	free(s->by_sym);
+	free(s->names.v);
+	memset(s, 0, sizeof *s);
 }
 
 /* splitmix64: one 64-bit state, good enough for test inputs. */

@@ -166,6 +166,17 @@ typedef struct RtCompare {
 	int64_t bad;                /* elements outside the tolerance */
 } RtCompare;
 RtCompare rt_compare(const RTensor *got, const RTensor *want, double rtol, double atol);
+/* Tensors kept by value name (diff and -bisect-accuracy hold a run's
+ * intermediate values this way).  put copies t; a name already held keeps
+ * its first tensor. */
+typedef struct RtValues {
+	RTensor **by_sym;
+	uint32_t cap;
+	struct { Sym *v; uint32_t n, cap; } names;
+} RtValues;
+void rt_values_put(RtValues *s, Sym name, const RTensor *t);
+const RTensor *rt_values_get(const RtValues *s, Sym name);   /* NULL if absent */
+void rt_values_free(RtValues *s);
 /* A tensor of the value's type filled from a seeded generator (*state):
  * normal floats, integers in [0, 10), random bools.  NULL after a
  * diagnostic at the value's location when its type is not a tensor of
