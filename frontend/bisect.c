@@ -92,6 +92,7 @@ static void observe(void *ctx, ValueId id, const Node *def, const RTensor *t)
 	(void)def;
 	Eval *e = ctx;
 	Sym name = val(e->m, id)->name;
+	progress_add(1);
 	if (!name || rt_values_get(&e->cur, name))
 		return;
 	RTensor *own = NULL;
@@ -201,9 +202,14 @@ static Status evaluate(Bisect *b, Module *m, const char *pass)
 {
 	Eval e = { b, m, { 0 }, 0, 0, VNONE, { 0 } };
 	RTensor **outs = NULL;
+	char what[160];
+	snprintf(what, sizeof what, "bisect-accuracy: running the program after %s (values)", pass);
+	Graph *g = m->graphs.v[0];
+	progress_begin(what, (uint64_t)g->nnodes + g->inits.n, 2000);
 	diag_mute(1);
 	Status s = rt_run_graph_observe(m, b->weights_dir, b->feeds, &outs, observe, &e);
 	unsigned hidden = diag_mute(0);
+	progress_end();
 	for (uint32_t i = 0; outs && i < m->graphs.v[0]->nout; i++)
 		rt_free(outs[i]);
 	free(outs);

@@ -98,6 +98,8 @@ static const char usage_text[] =
 	"                           input instead of printing diagnostics\n"
 	"  -split-input-file        treat `// -----` lines as separators between inputs\n"
 	"  -max-errors=N            stop after N errors (default 20; 0 means no limit)\n"
+	"  -progress, -no-progress  show (or never show) the progress of long work on\n"
+	"                           standard error (default: when it is a terminal)\n"
 	"  -no-fast-lex             read every construct token by token: the lexer's\n"
 	"                           one-token forms of common constructs (docs/ir.md)\n"
 	"                           must not change what is parsed\n"
@@ -195,7 +197,7 @@ static const char *const option_names[] = {
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
-	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=",
+	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
 /* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
@@ -332,6 +334,10 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (!*v)
 				usage_error("%s: expected a file name", a);
 			o->report_file = v;
+		} else if (strcmp(a, "-progress") == 0) {
+			progress_set_mode(PROGRESS_ON);
+		} else if (strcmp(a, "-no-progress") == 0) {
+			progress_set_mode(PROGRESS_OFF);
 		} else if (strcmp(a, "-bisect-accuracy") == 0) {
 			o->bisect = 1;
 		} else if (match(a, "-bisect-accuracy", &v)) {
