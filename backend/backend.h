@@ -56,7 +56,7 @@ void onnx_built_free(OnnxBuilt *b);
  * writes the file; it is written whether or not the conversion worked. */
 typedef enum {
 	STAGE_PARSE, STAGE_VERIFY, STAGE_FUNCTIONALIZE, STAGE_DECOMPOSE, STAGE_OPTIMIZE,
-	STAGE_WRITE, STAGE_ORT, STAGE_COUNT
+	STAGE_WRITE, STAGE_ORT, STAGE_ACCURACY, STAGE_COUNT
 } Stage;
 typedef enum { STAGE_NOT_RUN, STAGE_OK, STAGE_FAILED } StageState;
 typedef struct Report Report;

@@ -41,6 +41,7 @@ extern char **environ;
 
 static const char *const stage_names[STAGE_COUNT] = {
 	"parse", "verify", "functionalize", "decompose", "optimize", "write ONNX", "run in ONNX Runtime",
+	"accuracy",
 };
 
 Report *report_new(const char *input, const char *text, size_t len, const char *command)
@@ -51,6 +52,7 @@ Report *report_new(const char *input, const char *text, size_t len, const char *
 	r->len = len;
 	r->command = command;
 	r->note[STAGE_ORT] = "not run by onnxc";
+	r->note[STAGE_ACCURACY] = "not asked: -bisect-accuracy";
 	return r;
 }
 

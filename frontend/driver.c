@@ -425,11 +425,16 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 				report_stage(o->report, report_stage_of_pass(p->name), STAGE_FAILED, NULL);
 			return 1;
 		}
-		if (o->bisector && bisect_after(o->bisector, m, p->name) != OK)
+		if (o->bisector && bisect_after(o->bisector, m, p->name) != OK) {
+			if (o->report)  /* the note names the pass whose values left the tolerance */
+				report_stage(o->report, STAGE_ACCURACY, STAGE_FAILED, p->name);
 			return 1;
+		}
 	}
 	if (o->bisector)
 		bisect_end(o->bisector);
+	if (o->bisector && o->report)
+		report_stage(o->report, STAGE_ACCURACY, STAGE_OK, "every pass within the tolerance, -bisect-accuracy");
 	if (o->time_passes && pl->n)
 		fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld), %u passes\n", "total", total_ms, first, last,
 			(long long)last - (long long)first, pl->n);
