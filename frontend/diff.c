@@ -11,7 +11,6 @@
  * Python source) it is named as what the node went into.  Exit 0 when the
  * outputs agree, 1 when they do not (or on bad input), 2 on usage errors.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "frontend.h"
@@ -53,16 +52,6 @@ typedef struct Side {
 	Loc *loc_of;                /* by value name: where it is defined */
 } Side;
 
-static double number(const char *opt, const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0))
-		sub_usage_error("diff", "%s: expected a number >= 0", opt);
-	return v;
-}
-
 static void parse_diff_args(int argc, char **argv, DiffOpts *o)
 {
 	int n = 0;
@@ -78,11 +67,11 @@ static void parse_diff_args(int argc, char **argv, DiffOpts *o)
 		} else if (!strncmp(a, "--input=", 8)) {
 			run_add_input(&o->in, "diff", a + 8);
 		} else if (!strncmp(a, "--seed=", 7)) {
-			o->seed = (uint64_t)number(a, a + 7);
+			o->seed = (uint64_t)run_parse_number("diff", a, a + 7);
 		} else if (!strncmp(a, "--rtol=", 7)) {
-			o->rtol = number(a, a + 7);
+			o->rtol = run_parse_number("diff", a, a + 7);
 		} else if (!strncmp(a, "--atol=", 7)) {
-			o->atol = number(a, a + 7);
+			o->atol = run_parse_number("diff", a, a + 7);
 		} else if (a[0] == '-' && a[1]) {
 			sub_usage_error("diff", "unknown option '%s'", a);
 		} else if (n == 2) {

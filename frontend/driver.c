@@ -179,16 +179,6 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 	}
 }
 
-static double parse_tolerance(const char *arg, const char *v)
-{
-	char *end;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (errno || end == v || *end || !(x >= 0))
-		usage_error("%s: expected a number >= 0", arg);
-	return x;
-}
-
 /* Every option as typed, `=` marking those that take a value; the
  * suggestions for a mistyped one come from here. */
 static const char *const option_names[] = {
@@ -346,9 +336,9 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->bisect = 1;
 			o->bisect_ref = v;
 		} else if (match(a, "-accuracy-rtol", &v)) {
-			o->rtol = parse_tolerance(a, v);
+			o->rtol = run_parse_number(NULL, a, v);
 		} else if (match(a, "-accuracy-atol", &v)) {
-			o->atol = parse_tolerance(a, v);
+			o->atol = run_parse_number(NULL, a, v);
 		} else if (strcmp(a, "-outline") == 0) {
 			o->outline = 1;
 		} else if (match(a, "-outline", &v)) {

@@ -56,8 +56,11 @@ struct RTensor;
 struct SafeTensors;
 typedef struct Given { const char *name, *file; } Given;
 typedef struct RunInputs { Given *given; uint32_t ngiven; } RunInputs;
-/* A usage error of subcommand sub: prints fmt (with arg) and exits 2. */
+/* A usage error of subcommand sub (NULL: of onnxc itself): prints fmt
+ * (with arg) and exits 2. */
 _Noreturn void sub_usage_error(const char *sub, const char *fmt, const char *arg);
+/* A number >= 0 (a tolerance, a seed) given to option opt, else a usage error. */
+double run_parse_number(const char *sub, const char *opt, const char *s);
 /* --input NAME=FILE.npy, NAME=FILE.safetensors or FILE.safetensors. */
 void run_add_input(RunInputs *in, const char *sub, const char *spec);
 void run_inputs_free(RunInputs *in);

@@ -39,7 +39,7 @@ _Noreturn void sub_usage_error(const char *sub, const char *msg, const char *arg
 {
 	fprintf(stderr, "onnxc: error: ");
 	fprintf(stderr, msg, arg);
-	fprintf(stderr, "\nrun 'onnxc %s --help' for usage\n", sub);
+	fprintf(stderr, "\nrun 'onnxc%s%s --help' for usage\n", sub ? " " : "", sub ? sub : "");
 	exit(2);
 }
 
@@ -340,13 +340,13 @@ static const char verify_usage[] =
 
 typedef struct VerifyOpts { const char *model, *ref; double rtol, atol; } VerifyOpts;
 
-static double tolerance(const char *opt, const char *s)
+double run_parse_number(const char *sub, const char *opt, const char *s)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= 0))
-		sub_usage_error("verify", "%s: expected a number >= 0", opt);
+		sub_usage_error(sub, "%s: expected a number >= 0", opt);
 	return v;
 }
 
@@ -364,9 +364,9 @@ static void parse_verify_args(int argc, char **argv, VerifyOpts *o)
 		} else if (!strncmp(a, "--ref=", 6)) {
 			o->ref = a + 6;
 		} else if (!strncmp(a, "--rtol=", 7)) {
-			o->rtol = tolerance(a, a + 7);
+			o->rtol = run_parse_number("verify", a, a + 7);
 		} else if (!strncmp(a, "--atol=", 7)) {
-			o->atol = tolerance(a, a + 7);
+			o->atol = run_parse_number("verify", a, a + 7);
 		} else if (a[0] == '-' && a[1]) {
 			sub_usage_error("verify", "unknown option '%s'", a);
 		} else if (o->model) {

@@ -8,9 +8,7 @@ a reference the model does not match.  --values also saves the
 intermediate values as value.<name>, named as in examples/mlp.fxir
 (addmm: fc1's output, relu), for -bisect-accuracy.
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -21,30 +19,7 @@ sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "utils"))
 
 import make_examples  # noqa: E402
-
-
-def load(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    out = {}
-    for name, e in json.loads(data[8:8 + n]).items():
-        if name != "__metadata__":
-            b, end = e["data_offsets"]
-            out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype=np.float32).reshape(e["shape"])
-    return out
-
-
-def save(path, arrays):
-    hdr, data = {}, b""
-    for name, a in arrays.items():
-        b = np.ascontiguousarray(a).tobytes()
-        hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [len(data), len(data) + len(b)]}
-        data += b
-    h = json.dumps(hdr, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
-
+from stfile import load, save  # noqa: E402
 
 args = [a for a in sys.argv[1:] if a != "--values"]
 out = args[0]
