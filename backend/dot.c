@@ -36,6 +36,7 @@ typedef struct Dot {
 	uint32_t ncluster;
 	VEC(Scope) scopes;          /* of the graph being written; [0] is its root */
 	HashMap by_key;             /* (parent scope, path) -> index + 1 */
+	HashMap funcs;              /* the module's functions, by (domain, name) */
 	VEC(char *) holders;        /* ids of the graph's nodes that hold subgraphs */
 	VEC(const Node *) held_by;
 } Dot;
@@ -103,11 +104,12 @@ static uint32_t scope_child(Dot *d, uint32_t parent, const ScopeEntry *e)
  * "") is the graph itself, not a cluster. */
 static void build_scopes(Dot *d, const Graph *g)
 {
+	Sym root = sym_cstr("");
 	XVEC_PUSH(d->scopes, ((Scope){ 0 }));
 	for (const Node *n = g->first; n; n = n->next) {
 		uint32_t at = 0;
 		for (uint32_t i = 0; n->prov && i < n->prov->nscope; i++)
-			if (i > 0 || n->prov->scope[i].path != sym_cstr(""))
+			if (i > 0 || n->prov->scope[i].path != root)
 				at = scope_child(d, at, &n->prov->scope[i]);
 		XVEC_PUSH(d->scopes.v[at].nodes, n);
 		XVEC_PUSH(d->scopes.v[at].ids, d->nid++);
@@ -144,12 +146,27 @@ static void edge_from(ValueId v, void *ctx)
 	fputs("\"];\n", d->edges);
 }
 
-static int is_call(const Module *m, const Node *n)
+static uint64_t func_hash(Sym domain, Sym name)
 {
-	for (uint32_t i = 0; i < m->funcs.n; i++)
-		if (m->funcs.v[i]->domain == n->domain && m->funcs.v[i]->name == n->name)
-			return 1;
-	return 0;
+	return hash_u64(((uint64_t)domain << 32) | name);
+}
+
+static int func_eq(uintptr_t item, const void *key)
+{
+	const Func *f = (const Func *)item;
+	const Node *n = key;
+	return f->domain == n->domain && f->name == n->name;
+}
+
+static int is_call(const Dot *d, const Node *n)
+{
+	return hashmap_get(&d->funcs, func_hash(n->domain, n->name), func_eq, n) != 0;
+}
+
+static int func_same(uintptr_t item, const void *key)
+{
+	const Func *f = (const Func *)item, *g = key;
+	return f->domain == g->domain && f->name == g->name;
 }
 
 /* The node's declaration, in its scope's cluster. */
@@ -161,7 +178,7 @@ static void write_node(Dot *d, const Node *n, uint32_t id)
 		fputs("::", d->f);
 	}
 	dot_text(d->f, sym_str(n->name));
-	fprintf(d->f, "\"%s];\n", is_call(d->m, n) ? ", shape=box3d, style=\"filled,bold\", fillcolor=lightyellow" : "");
+	fprintf(d->f, "\"%s];\n", is_call(d, n) ? ", shape=box3d, style=\"filled,bold\", fillcolor=lightyellow" : "");
 }
 
 /* Its edges, in node order (producers are known before their uses). */
@@ -271,7 +288,10 @@ int dot_write(Module *m, FILE *out)
 	char *edges = NULL;
 	size_t nedges;
 	Dot d = { out, xmemstream(&edges, &nedges), m, xcalloc(m->vals.n + 1, sizeof *d.prod), 0, 0, { 0 }, { 0 }, { 0 },
-		  { 0 } };
+		  { 0 }, { 0 } };
+	for (uint32_t i = 0; i < m->funcs.n; i++)
+		hashmap_intern(&d.funcs, func_hash(m->funcs.v[i]->domain, m->funcs.v[i]->name), func_same, m->funcs.v[i],
+			       (uintptr_t)m->funcs.v[i]);
 	fputs("digraph \"", out);
 	dot_text(out, *sym_str(m->name) ? sym_str(m->name) : "module");
 	fputs("\" {\n  compound=true;\n  node [shape=box, fontname=\"Helvetica\"];\n"
@@ -296,5 +316,6 @@ int dot_write(Module *m, FILE *out)
 	free(d.prod);
 	free(d.holders.v);
 	free(d.held_by.v);
+	hashmap_free(&d.funcs);
 	return ferror(out) ? 1 : 0;
 }
