@@ -1040,6 +1040,7 @@ static void out_payload(OutFile *o, const SafeTensors *st, const uint8_t *p, siz
 		size_t c = n - i < PAYLOAD_SLICE ? n - i : PAYLOAD_SLICE;
 		out_write(o, p + i, c);
 		safetensors_release(st, p + i, c);
+		progress_add(c);
 	}
 }
 
@@ -1223,6 +1224,9 @@ static int write_files(OnnxBuilt *b, const char *path, Ext *ext, const char *sid
 	return -1;
 }
 
+/* Writing fewer bytes than this takes a moment: no progress shown. */
+enum { PROGRESS_MIN_BYTES = 256 << 20 };
+
 int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt)
 {
 	OnnxBuilt b;
@@ -1235,8 +1239,11 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt)
 		ext.threshold = opt && opt->external_threshold ? opt->external_threshold : 1024;
 		rc = side == NULL || side_link_ok(&w, path, side) != OK;
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		progress_begin("writing weights (bytes)", b.init_bytes, PROGRESS_MIN_BYTES);
 		rc = write_files(&b, path, side ? &ext : NULL, side);
+		progress_end();
+	}
 	onnx_built_free(&b);
 	return rc != 0;
 }

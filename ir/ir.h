@@ -175,6 +175,19 @@ void diag_set_max_errors(int n);
 unsigned diag_mute(int on);
 void diag_set_stream(FILE *f);
 
+/* ---- progress.c: progress of long work on standard error ---------------- */
+/* PROGRESS_AUTO (the default) shows it when standard error is a terminal
+ * and the work is at least min_size units; PROGRESS_ON always (-progress),
+ * PROGRESS_OFF never.  One piece of work at a time: begin, update with the
+ * units done so far, end. */
+enum { PROGRESS_AUTO = 0, PROGRESS_ON = 1, PROGRESS_OFF = 2 };
+void progress_set_mode(int mode);
+int progress_enabled(void);
+void progress_begin(const char *what, uint64_t total, uint64_t min_size);
+void progress_update(uint64_t done);
+void progress_add(uint64_t n);          /* n more units done */
+void progress_end(void);
+
 /* ---- element types (dtypes.def) ------------------------------------------ */
 typedef enum {
 	DT_UNDEF = 0,

@@ -32,6 +32,7 @@ import json
 import linecache
 import math
 import os
+import re
 import struct
 import sys
 import sysconfig
@@ -858,6 +859,7 @@ class _Printer:
             body.append("%s = aten::clone(%s) : %s" % (_value_name(want), outs[i], ty))
             outs[i] = _value_name(want)
             out_types[i] = ty
+        self.returned = outs
         lines = ["graph @forward(%s) -> (%s) {" % (", ".join(inputs), ", ".join(out_types))]
         lines += ["  " + d for d in decls]
         lines += ["  " + b for b in body]
@@ -1501,7 +1503,8 @@ def _parse_stack_trace(text):
 # entry point
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
-           source_root=None, input_names=None, output_names=None, dynamic_axes=None):
+           source_root=None, input_names=None, output_names=None, dynamic_axes=None,
+           save_reference=False):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -1523,9 +1526,15 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     {"x": {0: "batch"}} or {"x": [0]} (automatic names "x_dynamic_axes_1",
     ...).  Output entries name the output's dims.  Give it or
     dynamic_shapes, not both.
+    save_reference: also write <stem>.ref.safetensors, the reference data
+    of `onnxc verify --ref` and `onnxc -bisect-accuracy=`: the example
+    inputs (input.<name>), PyTorch's outputs for them (output.<name>) and
+    every intermediate tensor of the traced graph (value.<name>), named as
+    in the .fxir.
     """
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    expected = _eager_outputs(model, args, kwargs) if save_reference else None
     input_names = list(input_names or [])
     output_names = list(output_names or [])
     leaf_names = []
@@ -1562,13 +1571,80 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     stem = os.path.splitext(path)[0]
     st_path = stem + ".safetensors"
     ex.weights_file = os.path.basename(st_path)
-    text = _Printer(ex).module()
+    printer = _Printer(ex)
+    text = printer.module()
     write_safetensors(st_path, ex.weights)
+    if save_reference:
+        write_safetensors(stem + ".ref.safetensors",
+                          _reference(ex, printer, model, args, kwargs, expected))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
     os.replace(tmp, path)
     return text
+
+
+# ---------------------------------------------------------------------------
+# reference data (--save-reference)
+
+def _eager_outputs(model, args, kwargs):
+    """The model's flattened outputs, run before tracing (which may touch
+    buffers) on copies of the inputs."""
+    copy = lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v
+    with torch.no_grad():
+        out = model(*[copy(a) for a in args], **{k: copy(v) for k, v in (kwargs or {}).items()})
+    flat = []
+    _flatten_outputs(out, flat)
+    return [t.detach().clone() for t in flat if isinstance(t, torch.Tensor)]
+
+
+def _raw_name(printed):
+    """A value name as the .fxir spells it (%x, %"a/b"), without % and quotes."""
+    s = printed[1:]
+    if not s.startswith('"'):
+        return s
+    esc = {"n": "\n", "t": "\t", "r": "\r"}
+
+    def unescape(m):
+        e = m.group(1)
+        return chr(int(e[1:], 16)) if e[0] == "x" and len(e) == 3 else esc.get(e, e)
+    return re.sub(r"\\(x[0-9a-fA-F]{2}|.)", unescape, s[1:-1])
+
+
+def _reference(ex, printer, model, args, kwargs, expected):
+    """{input.<name>, output.<name>, value.<name>: tensor} for the example."""
+    leaves = []
+    for n, v, _ in _bind_inputs(model, args, kwargs):
+        _flatten(n, v, leaves)
+    inputs = iter(t for _, t in leaves)
+    ref, feed = {}, []
+    for node in ex.gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        kind, key = ex.placeholders[node]
+        if kind == "input":
+            t = next(inputs).detach().clone()
+            ref["input." + _raw_name(printer.names[node])] = t
+        else:
+            t = ex.weights_const[key] if kind == "const" else ex.weights[key]
+        feed.append(t.detach().clone())
+    names = printer.names
+
+    class Capture(torch.fx.Interpreter):
+        def run_node(self, node):
+            val = super().run_node(node)
+            if node.op != "placeholder" and node in names and isinstance(val, torch.Tensor):
+                # A copy now: an in-place op later must not change it.
+                ref.setdefault("value." + _raw_name(names[node]), val.detach().clone())
+            return val
+    with torch.no_grad():
+        Capture(ex.gm).run(*feed)
+    if len(expected) != len(printer.returned):
+        raise ExportError("the model returned %d tensors, the graph %d outputs"
+                          % (len(expected), len(printer.returned)))
+    for name, t in zip(printer.returned, expected):
+        ref["output." + _raw_name(name)] = t
+    return {k: v for k, v in ref.items() if v.dtype in _ST_DTYPE}
 
 
 def _check_names(input_names, output_names, leaf_names):
@@ -1681,6 +1757,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0, help="RNG seed for weights and inputs (default 0)")
     p.add_argument("--functionalize", action="store_true",
                    help="functionalize while tracing instead of keeping in-place ops")
+    p.add_argument("--save-reference", action="store_true",
+                   help="also write OUT.ref.safetensors: the example inputs (input.NAME), "
+                        "PyTorch's outputs (output.NAME) and the traced graph's intermediate "
+                        "values (value.NAME), as onnxc verify --ref and -bisect-accuracy= read them")
     a = p.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -1708,11 +1788,13 @@ def main(argv=None):
         dyn = {n: {0: "batch"} for n in params}
     try:
         export(model, tuple(inputs), a.output, dynamic_shapes=dyn,
-               keep_inplace=not a.functionalize)
+               keep_inplace=not a.functionalize, save_reference=a.save_reference)
     except ExportError as e:
         print("fxir_export: error: %s" % e, file=sys.stderr)
         return 1
-    print("wrote %s and %s" % (a.output, os.path.splitext(a.output)[0] + ".safetensors"))
+    stem = os.path.splitext(a.output)[0]
+    print("wrote %s and %s%s" % (a.output, stem + ".safetensors",
+                                 " and %s.ref.safetensors" % stem if a.save_reference else ""))
     return 0
 
 
