@@ -524,8 +524,11 @@ static int namespace_matches(const char *ns, const ScopeEntry *sc, uint32_t n)
 typedef struct MetaIn { const char *key, *val; } MetaIn;
 
 /* Scopes are taken only if all three keys are there and the writer would
- * write them back identically. */
-static int take_scopes(Imp *imp, Prov *p, const char *ns, const char *cls, const char *paths)
+ * write them back identically: when the node has an fx_node entry, each
+ * key must end with the entry the writer derives from it, which is left out
+ * of the scopes. */
+static int take_scopes(Imp *imp, Prov *p, const char *ns, const char *cls, const char *paths,
+	const char *fx_node)
 {
 	if (!ns || !cls || !paths)
 		return 0;
@@ -538,6 +541,14 @@ static int take_scopes(Imp *imp, Prov *p, const char *ns, const char *cls, const
 		p->scope[i] = (ScopeEntry){ q[i], c[i] };
 	if (!namespace_matches(ns, p->scope, nc))
 		return 0;
+	Str ln, lt;
+	if (fx_node && !fx_node_leaf(fx_node, strlen(fx_node), &ln, &lt)) {
+		const ScopeEntry *own = &p->scope[nc - 1];
+		if (sym_len(own->path) != ln.n || memcmp(sym_str(own->path), ln.s, ln.n)
+		    || sym_len(own->cls) != lt.n || memcmp(sym_str(own->cls), lt.s, lt.n))
+			return 0;
+		nc--;
+	}
 	p->nscope = nc;
 	return 1;
 }
@@ -591,7 +602,8 @@ static Prov *import_prov(Imp *imp, Onnx__StringStringEntryProto **e, size_t n)
 	const char *pa = meta_get(mi, n, "pkg.torch.onnx.name_scopes", &ipa);
 	const char *tr = meta_get(mi, n, "pkg.torch.onnx.stack_trace", &itr);
 	const char *lo = meta_get(mi, n, "pkg.onnxc.source_location", &ilo);
-	int scoped = take_scopes(imp, p, ns, cl, pa);
+	size_t ifx;
+	int scoped = take_scopes(imp, p, ns, cl, pa, meta_get(mi, n, "pkg.torch.onnx.fx_node", &ifx));
 	if (tr)
 		p->trace = (Str){ tr, (uint32_t)strlen(tr) };
 	int located = take_location(p, lo);

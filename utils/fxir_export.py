@@ -480,6 +480,8 @@ class _Export:
         self.source_root = os.getcwd()
         self.output_names = []   # user's names of the outputs, in order (may be short)
         self.output_dims = {}    # output index -> {dim: name}
+        self.non_persistent = set()   # keys of buffers that are not in the state_dict
+        self.ranges = {}         # dim name -> (lower, upper) when the tracer knows them
 
 
 def _node_types(node):
@@ -571,6 +573,7 @@ class _Printer:
         self.wanted = {}    # FX node -> output name
         self.copies = []    # (output index, output name)
         self.typed = {}     # FX node -> its type text with the output's dim names
+        self.raw = {}       # FX node -> its value name, unquoted
         for i, o in enumerate(ex.outputs):
             want = ex.output_names[i] if i < len(ex.output_names) else None
             if not isinstance(o, torch.fx.Node):
@@ -584,9 +587,10 @@ class _Printer:
 
     def name_for(self, node):
         want = self.wanted.get(node)
-        if want is not None:
-            return want
-        return self.fresh(node.name)
+        if want is None:
+            want = self.fresh(node.name)
+        self.raw[node] = want
+        return want
 
     def type_for(self, node, val):
         t = self.typed.get(node)
@@ -696,6 +700,7 @@ class _Printer:
             kind, key = ex.placeholders[node]
             vname = self.fresh(key)
             self.names[node] = _value_name(vname)
+            self.raw[node] = vname
             ty = _type_of(_node_types(node), ex.dims)
             if kind == "input":
                 inputs.append("%s: %s" % (_value_name(vname), ty))
@@ -743,12 +748,45 @@ class _Printer:
             body.append("%s = aten::clone(%s) : %s" % (_value_name(want), outs[i], ty))
             outs[i] = _value_name(want)
             out_types[i] = ty
-        lines = ["graph @forward(%s) -> (%s) {" % (", ".join(inputs), ", ".join(out_types))]
+        meta = self.graph_meta(outs)
+        lines = ["graph @forward(%s) -> (%s)%s {" % (", ".join(inputs), ", ".join(out_types),
+                                                    " meta(%s)" % ", ".join(meta) if meta else "")]
         lines += ["  " + d for d in decls]
         lines += ["  " + b for b in body]
         lines.append("  return " + ", ".join(outs) if outs else "  return ()")
         lines.append("}")
         return lines
+
+    def graph_meta(self, outs):
+        """The graph's meta(...) entries: the named dims' ranges, and, on the
+        values (`value:NAME:KEY`, docs/onnx.md), the FX name of each input,
+        weight and output whose name differs from it, and non-persistent
+        buffers."""
+        ex = self.ex
+        q = lambda k, v: "%s: %s" % (_quote(k), _quote(v))
+        meta = []
+        names = []
+        for v in ex.dims.names.values():
+            if isinstance(v, str) and v not in names:
+                names.append(v)
+        if names:
+            text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
+                             for n in names)
+            meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
+        renamed = []
+        for node in ex.gm.graph.nodes:
+            if node.op == "placeholder" and self.raw.get(node, node.name) != node.name:
+                renamed.append((self.raw[node], node.name))
+            kind_key = ex.placeholders.get(node)
+            if kind_key and kind_key[0] == "buffer" and kind_key[1] in ex.non_persistent:
+                meta.append(q("value:%s:pkg.torch.export.graph_signature.InputSpec.persistent"
+                              % self.raw[node], "False"))
+        for o, printed in zip(ex.outputs, outs):
+            raw = self.raw.get(o) if printed == self.names.get(o) else printed[1:].strip('"')
+            if isinstance(o, torch.fx.Node) and raw and raw != o.name:
+                renamed.append((raw, o.name))
+        meta += [q("value:%s:pkg.torch.onnx.original_node_name" % n, orig) for n, orig in renamed]
+        return meta
 
     def call(self, node, getitems):
         ex = self.ex
@@ -801,6 +839,7 @@ class _Printer:
             if any(t != "?" for t in types):
                 text += " : " + tystr
         prov = self.provenance(node)
+        prov.append("meta(%s: %s)" % (_quote("pkg.torch.onnx.fx_node"), _quote(node.format_node())))
         out = [text]
         if prov:
             out.append("    " + " ".join(prov))
@@ -1444,6 +1483,8 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
                           % (len(output_names), len(ex.outputs)))
     ex.output_names = output_names
     ex.output_dims = output_dims
+    ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in model.named_modules()
+                         for b in getattr(mod, "_non_persistent_buffers_set", ())}
     ex.module_name = type(model).__name__
     cls = type(model)
     ex.root_class = "%s.%s" % (cls.__module__, cls.__qualname__)
