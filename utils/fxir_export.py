@@ -793,6 +793,15 @@ class _Printer:
         op = _op_name(node.target)
         val = _node_types(node)
         n, multi = _num_results(node, val)
+        # make_fx's training-mode batch norm updates the running statistics
+        # in place, which the graph does not show: write torch.export's
+        # functional form and copy the new statistics into the buffers.
+        stats = node.args[3:5] if op == "aten::native_batch_norm" and len(node.args) > 5 \
+            and node.args[5] is True else ()
+        if len(stats) == 2 and all(isinstance(a, torch.fx.Node) for a in stats):
+            op = "aten::_native_batch_norm_legit_functional"
+        else:
+            stats = ()
         schema = getattr(node.target, "_schema", None)
         kinds = {}
         if schema is not None:
@@ -833,6 +842,14 @@ class _Printer:
             for i in range(n):
                 if results[i] is None:
                     results[i] = "_"
+            stat_copies = []
+            for a in stats:
+                new = _value_name(self.fresh(self.raw.get(a, a.name) + "_new"))
+                ty = _type_of(_node_types(a), ex.dims)
+                results.append(new)
+                types.append(ty)
+                stat_copies.append("%s = aten::copy_(%s, %s) : %s" % (
+                    _value_name(self.fresh("copy_" + self.raw.get(a, a.name))), self.names[a], new, ty))
             # Any unused result is `_`; a type list is only written when some is known.
             tystr = ", ".join(types)
             text = "%s = %s" % (", ".join(results), call)
@@ -843,6 +860,8 @@ class _Printer:
         out = [text]
         if prov:
             out.append("    " + " ".join(prov))
+        for c in (stat_copies if multi else []):
+            out += [c, "    " + " ".join(prov)]
         return out
 
     def const_decl(self, vname, t):
@@ -950,7 +969,7 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     inputs = example_inputs()
     named_dims = _NamedDimsOnly({id(t): dyn[li] for li, t in enumerate(inputs) if li in dyn},
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
-    with prov, (named_dims if mode == "symbolic" else _nullcontext()):
+    with prov, _NativeDropout(), (named_dims if mode == "symbolic" else _nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
@@ -999,6 +1018,31 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     ex.outputs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     ex.gm = gm
     return ex
+
+
+class _NativeDropout:
+    """While active, training-mode F.dropout calls aten::native_dropout, so
+    that the graph holds one dropout op (torch 1.13 spells it on the CPU as
+    bernoulli_ on an empty tensor, div_ and mul, which reads as random
+    numbers, not as dropout)."""
+
+    def __enter__(self):
+        import torch.nn.functional as F
+        self.F, self.orig = F, F.dropout
+        orig = self.orig
+
+        def dropout(input, p=0.5, training=True, inplace=False):
+            if not training or not isinstance(input, torch.Tensor):
+                return orig(input, p, training, inplace)
+            out = torch.ops.aten.native_dropout.default(input, float(p), True)[0]
+            return input.copy_(out) if inplace else out
+
+        F.dropout = dropout
+        return self
+
+    def __exit__(self, *exc):
+        self.F.dropout = self.orig
+        return False
 
 
 class _nullcontext:
@@ -1430,7 +1474,8 @@ def _parse_stack_trace(text):
 # entry point
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
-           source_root=None, input_names=None, output_names=None, dynamic_axes=None):
+           source_root=None, input_names=None, output_names=None, dynamic_axes=None,
+           training=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -1452,7 +1497,41 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     {"x": {0: "batch"}} or {"x": [0]} (automatic names "x_dynamic_axes_1",
     ...).  Output entries name the output's dims.  Give it or
     dynamic_shapes, not both.
+    training: the mode the model is traced in, as torch.onnx.export's
+    TrainingMode: EVAL (or False, "eval"), TRAINING (True, "train",
+    "training") or PRESERVE (None, the default here: the model's own mode).
+    The model's modes are restored afterwards.  In training mode batch norm
+    uses the batch's statistics and returns the updated running statistics
+    as extra outputs, and dropout is random.
     """
+    train = training_flag(training)
+    saved = [(m, m.training) for m in model.modules()]
+    if train is not None:
+        model.train(train)
+    try:
+        return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
+                       input_names, output_names, dynamic_axes)
+    finally:
+        for m, mode in saved:
+            m.training = mode
+
+
+def training_flag(training):
+    """True (train), False (eval) or None (keep the model's mode) from
+    torch.onnx.TrainingMode, a bool, None or "eval"/"train"/"training"/
+    "preserve"."""
+    if training is None or isinstance(training, bool):
+        return training
+    key = str(getattr(training, "name", training)).lower()
+    table = {"eval": False, "train": True, "training": True, "preserve": None}
+    if key not in table:
+        raise ExportError("training must be a torch.onnx.TrainingMode, a bool or one of "
+                          "'eval', 'train', 'preserve', not %r" % (training,))
+    return table[key]
+
+
+def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
+            input_names, output_names, dynamic_axes):
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
     input_names = list(input_names or [])

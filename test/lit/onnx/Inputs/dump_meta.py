@@ -46,14 +46,19 @@ def walk(graph, depth):
                 walk(a.g, depth + 1)
 
 
-if sys.argv[1] == "--values":
-    values(onnx.load(sys.argv[2]))
-    sys.exit(0)
-m = onnx.load(sys.argv[1])
-walk(m.graph, 0)
-for f in m.functions:
-    print("function %s" % f.name)
-    for node in f.node:
-        print("  node %s" % node.name)
-        for k, v in node_meta(node):
-            print("    %s = %s" % (k, v))
+def main(argv):
+    if argv[1] == "--values":
+        values(onnx.load(argv[2]))
+        return
+    m = onnx.load(argv[1])
+    walk(m.graph, 0)
+    for f in m.functions:
+        print("function %s" % f.name)
+        for node in f.node:
+            print("  node %s" % node.name)
+            for k, v in node_meta(node):
+                print("    %s = %s" % (k, v))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
