@@ -15,8 +15,6 @@ The onnxc binary is $ONNXC, else build/onnxc.  The last line is
 import os
 import subprocess
 import sys
-import tempfile
-import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -33,6 +31,7 @@ import onnxc  # noqa: E402
 import ortlib  # noqa: E402
 import test_api  # noqa: E402
 from dump_meta import meta  # noqa: E402
+import make_examples  # noqa: E402
 from make_examples import LLM  # noqa: E402
 
 TOLERANCE = test_api.TOLERANCE
@@ -61,18 +60,13 @@ class MLPModel(nn.Module):
         return self.fc3(h)
 
 
-class SimpleModel(nn.Module):
-    """conversion-report-example.md's model; torch 1.13 has no
+class SimpleModel(make_examples.SimpleModel):
+    """conversion-report-example.md's model (examples/make_examples.py's,
+    which stops before the attention); torch 1.13 has no
     scaled_dot_product_attention, so the attention is written out."""
 
-    def __init__(self):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(1, 3, 1, 10))
-
     def forward(self, x, y):
-        a = torch.sin(x)
-        a.add_(y)
-        b = a * self.weight
+        b = super().forward(x, y)
         att = torch.softmax(b @ b.transpose(-2, -1) / b.shape[-1] ** 0.5, dim=-1)
         return att @ b
 
@@ -111,18 +105,7 @@ def _lively_bn(model):
     return model
 
 
-class ContractTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="onnxc-contract.")
-        torch.manual_seed(0)
-
-    def tearDown(self):
-        import shutil
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class ContractTest(test_api.TempDirTest):
     def outputs(self, f, feeds):
         """ONNX Runtime's outputs in the graph's order, by name."""
         got = ortlib.run(f, feeds)
@@ -333,6 +316,22 @@ class ContractTest(unittest.TestCase):
             onnxc.export(DropNet(0.1), (torch.randn(2, 6),), self.path("x.onnx"),
                          training="sometimes")
         self.assertIn("TrainingMode", str(cm.exception))
+        # python3 -m onnxc --training
+        src = self.path("drop.py")
+        with open(src, "w") as fh:
+            fh.write("import torch\nclass Net(torch.nn.Module):\n"
+                     "    def __init__(self):\n        super().__init__()\n"
+                     "        self.drop = torch.nn.Dropout(0.5)\n"
+                     "    def forward(self, x):\n        return self.drop(x) * 3\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        for flag, want in (("train", True), ("eval", False)):
+            f = self.path("drop_%s.onnx" % flag)
+            p = subprocess.run([sys.executable, "-m", "onnxc", "--module", src + ":Net",
+                                "--input-shape", "2,5", "--training", flag, "-o", f],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ops = [n.op_type for n in onnx.load(f).graph.node]
+            self.assertEqual("Dropout" in ops, want, (flag, ops))
 
 
 if __name__ == "__main__":

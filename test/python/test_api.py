@@ -67,7 +67,9 @@ class PinsBatch(torch.nn.Module):
         return x.reshape(4, 6) * 2
 
 
-class ApiTest(unittest.TestCase):
+class TempDirTest(unittest.TestCase):
+    """Each test in a fresh temporary directory, torch seeded."""
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="onnxc-api-test.")
         torch.manual_seed(0)
@@ -78,6 +80,9 @@ class ApiTest(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+
+class ApiTest(TempDirTest):
 
     def check_runs(self, model, f, feeds, args):
         with torch.no_grad():
