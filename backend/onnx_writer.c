@@ -807,16 +807,17 @@ static Onnx__GraphProto *graph_proto(Writer *w, const Graph *g)
 /* What PyTorch's exporter writes on graph values: InputSpec kind and
  * persistent from the value's kind (a buffer is persistent), OutputSpec
  * kind from functionalize's graph_signature entry (else USER_OUTPUT), and
- * any graph `meta("value:NAME:KEY": "v")` entry as KEY on the input,
- * output or initializer NAME (the bridge's original_node_name, a
- * non-persistent buffer), in place of the graph entry. */
+ * any graph `meta("input:NAME:KEY": "v")` entry (`initializer:`,
+ * `output:`) as KEY on that input, initializer or output (the bridge's
+ * original_node_name, a non-persistent buffer), in place of the graph
+ * entry.  An input returned as an output has one name and two slots. */
 
 #define SIG_IN_KIND "pkg.torch.export.graph_signature.InputSpec.kind"
 #define SIG_IN_PERSISTENT "pkg.torch.export.graph_signature.InputSpec.persistent"
 #define SIG_OUT_KIND "pkg.torch.export.graph_signature.OutputSpec.kind"
 
 typedef VEC(Onnx__StringStringEntryProto *) PropVec;
-typedef struct SigSlot { const char *name; Sym sym; PropVec props; uint32_t next; } SigSlot;
+typedef struct SigSlot { const char *name; Sym sym; const char *role; PropVec props; uint32_t next; } SigSlot;
 typedef struct SigKey { const void *base; Sym sym; } SigKey;
 
 static void put_prop(Writer *w, PropVec *pv, const char *k, const char *v)
@@ -883,14 +884,18 @@ static void value_meta(Writer *w, Onnx__GraphProto *p, SigSlot *sl, uint32_t ns)
 	size_t kept = 0;
 	for (size_t i = 0; i < p->n_metadata_props; i++) {
 		Onnx__StringStringEntryProto *e = p->metadata_props[i];
-		const char *colon = strncmp(e->key, "value:", 6) ? NULL : strrchr(e->key + 6, ':');
+		size_t rl = strcspn(e->key, ":");
+		const char *colon = e->key[rl] && (!strncmp(e->key, "input:", rl + 1)
+			|| !strncmp(e->key, "initializer:", rl + 1) || !strncmp(e->key, "output:", rl + 1))
+			? strrchr(e->key + rl + 1, ':') : NULL;
 		if (!colon) {
 			p->metadata_props[kept++] = e;
 			continue;
 		}
-		SigKey key = { sl, sym_intern(e->key + 6, (size_t)(colon - e->key - 6)) };
+		SigKey key = { sl, sym_intern(e->key + rl + 1, (size_t)(colon - e->key - rl - 1)) };
 		for (uint32_t at = (uint32_t)hashmap_get(&by_name, hash_u64(key.sym), slot_is, &key); at; at = sl[at - 1].next)
-			put_prop(w, &sl[at - 1].props, colon + 1, e->value);
+			if (!strncmp(sl[at - 1].role, e->key, rl + 1))
+				put_prop(w, &sl[at - 1].props, colon + 1, e->value);
 	}
 	p->n_metadata_props = kept;
 	hashmap_free(&by_name);
@@ -917,6 +922,7 @@ static void signature_props(Writer *w, const Graph *g, Onnx__GraphProto *p)
 		uint32_t j = in ? i : init ? i - (uint32_t)p->n_input : i - (uint32_t)(p->n_input + p->n_initializer);
 		sl[i].name = in ? p->input[j]->name : init ? p->initializer[j]->name : p->output[j]->name;
 		sl[i].sym = sym_cstr(sl[i].name ? sl[i].name : "");
+		sl[i].role = in ? "input:" : init ? "initializer:" : "output:";
 		if (!in && !init) {
 			put_prop(w, &sl[i].props, SIG_OUT_KIND, output_kind(w, sig, j));
 			continue;

@@ -882,12 +882,54 @@ static void value_infos(Imp *imp, Onnx__ValueInfoProto **vi, size_t n)
 	}
 }
 
+static void value_entries(Imp *imp, MetaProp *mp, uint32_t *k, const char *role, const char *name,
+	Onnx__StringStringEntryProto **e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *key = e[i]->key ? e[i]->key : "", *v = e[i]->value ? e[i]->value : "";
+		size_t len = strlen(role) + 1 + strlen(name ? name : "") + 1 + strlen(key);
+		char *s = arena_alloc(imp->a, len + 1);
+		snprintf(s, len + 1, "%s:%s:%s", role, name ? name : "", key);
+		mp[(*k)++] = (MetaProp){ { s, (uint32_t)len }, { v, (uint32_t)strlen(v) } };
+	}
+}
+
+/* Metadata on the main graph's inputs, initializers and outputs becomes
+ * the graph's `input:NAME:KEY` (`initializer:`, `output:`) entries, which
+ * the writer puts back on those values (docs/onnx.md): nothing is lost. */
+static void value_meta(Imp *imp, const Onnx__GraphProto *p, Graph *g)
+{
+	size_t n = g->nmeta;
+	for (size_t i = 0; i < p->n_input; i++)
+		n += p->input[i]->n_metadata_props;
+	for (size_t i = 0; i < p->n_initializer; i++)
+		n += p->initializer[i]->n_metadata_props;
+	for (size_t i = 0; i < p->n_output; i++)
+		n += p->output[i]->n_metadata_props;
+	if (n == g->nmeta || n > UINT32_MAX)
+		return;
+	MetaProp *mp = ARENA_ARRAY(imp->a, MetaProp, n);
+	memcpy(mp, g->meta, g->nmeta * sizeof *mp);
+	uint32_t k = g->nmeta;
+	for (size_t i = 0; i < p->n_input; i++)
+		value_entries(imp, mp, &k, "input", p->input[i]->name, p->input[i]->metadata_props, p->input[i]->n_metadata_props);
+	for (size_t i = 0; i < p->n_initializer; i++)
+		value_entries(imp, mp, &k, "initializer", p->initializer[i]->name, p->initializer[i]->metadata_props,
+			p->initializer[i]->n_metadata_props);
+	for (size_t i = 0; i < p->n_output; i++)
+		value_entries(imp, mp, &k, "output", p->output[i]->name, p->output[i]->metadata_props, p->output[i]->n_metadata_props);
+	g->meta = mp;
+	g->nmeta = k;
+}
+
 static Graph *import_graph_body(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
 {
 	Graph *g = graph_new(imp->m, sym_cstr(p->name ? p->name : ""), parent);
 	g->loc = imp->loc;
 	g->doc = str_of(p->doc_string);
 	import_meta(imp, p->metadata_props, p->n_metadata_props, &g->meta, &g->nmeta);
+	if (!parent)
+		value_meta(imp, p, g);
 	SymVec defs = { 0 };
 	int rc = graph_inits(imp, g, &defs, p);
 	if (rc == 0)

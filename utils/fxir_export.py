@@ -759,9 +759,9 @@ class _Printer:
 
     def graph_meta(self, outs):
         """The graph's meta(...) entries: the named dims' ranges, and, on the
-        values (`value:NAME:KEY`, docs/onnx.md), the FX name of each input,
-        weight and output whose name differs from it, and non-persistent
-        buffers."""
+        values (`input:NAME:KEY`, `initializer:...`, `output:...`,
+        docs/onnx.md), the FX name of each input, weight and output whose
+        name differs from it, and non-persistent buffers."""
         ex = self.ex
         q = lambda k, v: "%s: %s" % (_quote(k), _quote(v))
         meta = []
@@ -775,17 +775,19 @@ class _Printer:
             meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
         renamed = []
         for node in ex.gm.graph.nodes:
-            if node.op == "placeholder" and self.raw.get(node, node.name) != node.name:
-                renamed.append((self.raw[node], node.name))
             kind_key = ex.placeholders.get(node)
+            role = "input" if kind_key and kind_key[0] == "input" else "initializer"
+            if node.op == "placeholder" and self.raw.get(node, node.name) != node.name:
+                renamed.append((role, self.raw[node], node.name))
             if kind_key and kind_key[0] == "buffer" and kind_key[1] in ex.non_persistent:
-                meta.append(q("value:%s:pkg.torch.export.graph_signature.InputSpec.persistent"
+                meta.append(q("initializer:%s:pkg.torch.export.graph_signature.InputSpec.persistent"
                               % self.raw[node], "False"))
         for o, printed in zip(ex.outputs, outs):
             raw = self.raw.get(o) if printed == self.names.get(o) else printed[1:].strip('"')
             if isinstance(o, torch.fx.Node) and raw and raw != o.name:
-                renamed.append((raw, o.name))
-        meta += [q("value:%s:pkg.torch.onnx.original_node_name" % n, orig) for n, orig in renamed]
+                renamed.append(("output", raw, o.name))
+        meta += [q("%s:%s:pkg.torch.onnx.original_node_name" % (r, n), orig)
+                 for r, n, orig in renamed]
         return meta
 
     def call(self, node, getitems):
