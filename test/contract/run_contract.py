@@ -249,6 +249,9 @@ class ContractTest(test_api.TempDirTest):
             "bn1.running_var_updated", "bn1.num_batches_tracked_updated"])
         for (name, g), r in zip(got, want):
             self.assertClose(r, g, name)
+        kinds = [dict(meta(o, 4))["pkg.torch.export.graph_signature.OutputSpec.kind"]
+                 for o in onnx.load(f).graph.output]
+        self.assertEqual(kinds, ["USER_OUTPUT"] * 3 + ["BUFFER_MUTATION"] * 6)
         # The statistics moved: a model that kept them would fail above.
         self.assertGreater(float((ref_model.bn.running_var - model.bn.running_var).abs().max()),
                            1e-2)
