@@ -256,6 +256,24 @@ class ContractTest(test_api.TempDirTest):
         self.assertGreater(float((ref_model.bn.running_var - model.bn.running_var).abs().max()),
                            1e-2)
 
+    def test_training_dynamic_batch(self):
+        """Training-mode batch norm with dynamic batch dims: the statistics
+        and their update (n / (n - 1)) follow the batch the model runs at."""
+        model = _lively_bn(BNNet())
+        ref_model = _lively_bn(BNNet())
+        ref_model.load_state_dict(model.state_dict())
+        f = self.path("bn_dyn.onnx")
+        onnxc.export(model, (torch.randn(2, 3, 6, 7), torch.randn(6, 5)), f, training=True,
+                     dynamic_shapes={"x": {0: "n"}, "y": {0: "b"}})
+        x, y = torch.randn(4, 3, 6, 7), torch.randn(9, 5)
+        ref_model.train()
+        with torch.no_grad():
+            ref = list(ref_model(x, y))
+        got = self.outputs(f, {"x": x.numpy(), "y": y.numpy()})
+        for (name, g), r in zip(got, ref + [ref_model.bn.running_mean,
+                                            ref_model.bn.running_var]):
+            self.assertClose(r, g, name)
+
     def test_eval_is_the_default(self):
         """Without training=, a model in train() mode exports in eval mode:
         running statistics used, no Dropout, no extra outputs."""
