@@ -815,9 +815,18 @@ static Onnx__GraphProto *graph_proto(Writer *w, const Graph *g)
 #define SIG_IN_KIND "pkg.torch.export.graph_signature.InputSpec.kind"
 #define SIG_IN_PERSISTENT "pkg.torch.export.graph_signature.InputSpec.persistent"
 #define SIG_OUT_KIND "pkg.torch.export.graph_signature.OutputSpec.kind"
+#define SIG_TEXT "pkg.torch.export.ExportedProgram.graph_signature"
 
 typedef VEC(Onnx__StringStringEntryProto *) PropVec;
-typedef struct SigSlot { const char *name; Sym sym; const char *role; PropVec props; uint32_t next; } SigSlot;
+typedef struct SigSlot {
+	const char *name;
+	Sym sym;
+	const char *role;           /* "input:", "initializer:" or "output:" */
+	PropVec props;
+	uint32_t next;              /* 1 + the next slot of the same name, or 0 */
+	size_t *np;                 /* where the entries go in the proto */
+	Onnx__StringStringEntryProto ***vp;
+} SigSlot;
 typedef struct SigKey { const void *base; Sym sym; } SigKey;
 
 static void put_prop(Writer *w, PropVec *pv, const char *k, const char *v)
@@ -840,20 +849,22 @@ static void input_kind(Writer *w, SigSlot *sl, const Value *v)
 	put_prop(w, &sl->props, SIG_IN_PERSISTENT, v->kind == VK_BUFFER ? "True" : "None");
 }
 
-/* Output i's kind: the i-th "output KIND ..." line of the signature text,
- * upper-cased (user_output -> USER_OUTPUT). */
-static const char *output_kind(Writer *w, const char *sig, uint32_t i)
+/* The outputs' kinds, in order, from the "output KIND ..." lines of the
+ * signature text, upper-cased (user_output -> USER_OUTPUT); USER_OUTPUT
+ * where there is no such line. */
+static void output_kinds(Writer *w, const char *sig, SigSlot *out, size_t nout)
 {
-	for (const char *l = sig; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		if (strncmp(l, "output ", 7) || i--)
+	size_t i = 0;
+	for (const char *l = sig; l && *l && i < nout; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, "output ", 7))
 			continue;
-		size_t n = strcspn(l + 7, " \n");
-		char *k = arena_strndup(w->a, l + 7, n);
+		char *k = arena_strndup(w->a, l + 7, strcspn(l + 7, " \n"));
 		for (char *c = k; *c; c++)
 			*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
-		return k;
+		put_prop(w, &out[i++].props, SIG_OUT_KIND, k);
 	}
-	return "USER_OUTPUT";
+	for (; i < nout; i++)
+		put_prop(w, &out[i].props, SIG_OUT_KIND, "USER_OUTPUT");
 }
 
 static int slot_is(uintptr_t item, const void *key)
@@ -901,9 +912,26 @@ static void value_meta(Writer *w, Onnx__GraphProto *p, SigSlot *sl, uint32_t ns)
 	hashmap_free(&by_name);
 }
 
+/* Slot i: the graph's inputs, then its initializers, then its outputs. */
+static void slot_init(SigSlot *sl, Onnx__GraphProto *p, size_t i)
+{
+	size_t ni = p->n_input, nt = p->n_initializer;
+	if (i < ni)
+		*sl = (SigSlot){ p->input[i]->name, 0, "input:", { 0 }, 0,
+			&p->input[i]->n_metadata_props, &p->input[i]->metadata_props };
+	else if (i < ni + nt)
+		*sl = (SigSlot){ p->initializer[i - ni]->name, 0, "initializer:", { 0 }, 0,
+			&p->initializer[i - ni]->n_metadata_props, &p->initializer[i - ni]->metadata_props };
+	else
+		*sl = (SigSlot){ p->output[i - ni - nt]->name, 0, "output:", { 0 }, 0,
+			&p->output[i - ni - nt]->n_metadata_props, &p->output[i - ni - nt]->metadata_props };
+	sl->sym = sym_cstr(sl->name ? sl->name : "");
+}
+
 static void signature_props(Writer *w, const Graph *g, Onnx__GraphProto *p)
 {
 	uint32_t ns = (uint32_t)(p->n_input + p->n_initializer + p->n_output);
+	uint32_t nin = (uint32_t)(p->n_input + p->n_initializer);
 	SigSlot *sl = ARENA_ARRAY(w->a, SigSlot, ns + 1);
 	HashMap values = { 0 };     /* graph inputs and initializers (ValueIds) by name */
 	for (uint32_t i = 0; i < g->nin + g->inits.n; i++) {
@@ -912,37 +940,23 @@ static void signature_props(Writer *w, const Graph *g, Onnx__GraphProto *p)
 		if (key.sym && v)
 			hashmap_intern(&values, hash_u64(key.sym), value_is, &key, v);
 	}
-	const char *sig = NULL;
-	for (uint32_t i = 0; i < g->nmeta; i++)
-		if (g->meta[i].key.n == strlen("pkg.torch.export.ExportedProgram.graph_signature")
-		    && !memcmp(g->meta[i].key.s, "pkg.torch.export.ExportedProgram.graph_signature", g->meta[i].key.n))
-			sig = str_dup(w, g->meta[i].val);
 	for (uint32_t i = 0; i < ns; i++) {
-		int in = i < p->n_input, init = !in && i < p->n_input + p->n_initializer;
-		uint32_t j = in ? i : init ? i - (uint32_t)p->n_input : i - (uint32_t)(p->n_input + p->n_initializer);
-		sl[i].name = in ? p->input[j]->name : init ? p->initializer[j]->name : p->output[j]->name;
-		sl[i].sym = sym_cstr(sl[i].name ? sl[i].name : "");
-		sl[i].role = in ? "input:" : init ? "initializer:" : "output:";
-		if (!in && !init) {
-			put_prop(w, &sl[i].props, SIG_OUT_KIND, output_kind(w, sig, j));
-			continue;
-		}
+		slot_init(&sl[i], p, i);
 		SigKey key = { w->m, sl[i].sym };
-		ValueId v = (ValueId)hashmap_get(&values, hash_u64(key.sym), value_is, &key);
+		ValueId v = i < nin ? (ValueId)hashmap_get(&values, hash_u64(key.sym), value_is, &key) : 0;
 		if (v)
 			input_kind(w, &sl[i], val(w->m, v));
 	}
 	hashmap_free(&values);
+	const char *sig = NULL;
+	for (uint32_t i = 0; i < g->nmeta; i++)
+		if (g->meta[i].key.n == strlen(SIG_TEXT) && !memcmp(g->meta[i].key.s, SIG_TEXT, g->meta[i].key.n))
+			sig = str_dup(w, g->meta[i].val);
+	output_kinds(w, sig, sl + nin, p->n_output);
 	value_meta(w, p, sl, ns);
 	for (uint32_t i = 0; i < ns; i++) {
-		int in = i < p->n_input, init = !in && i < p->n_input + p->n_initializer;
-		uint32_t j = in ? i : init ? i - (uint32_t)p->n_input : i - (uint32_t)(p->n_input + p->n_initializer);
-		size_t *n = in ? &p->input[j]->n_metadata_props : init ? &p->initializer[j]->n_metadata_props
-			: &p->output[j]->n_metadata_props;
-		Onnx__StringStringEntryProto ***v = in ? &p->input[j]->metadata_props
-			: init ? &p->initializer[j]->metadata_props : &p->output[j]->metadata_props;
-		*n = sl[i].props.n;
-		*v = sl[i].props.v;
+		*sl[i].np = sl[i].props.n;
+		*sl[i].vp = sl[i].props.v;
 	}
 }
 
