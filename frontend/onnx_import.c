@@ -702,7 +702,9 @@ static int import_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
 		a->kind = A_TENSOR;
-		return p->t && (a->u.t = import_tensor(imp, p->t)) ? 0 : fail(imp, "attribute '%s': bad tensor", p->name);
+		if (!p->t)
+			return fail(imp, "attribute '%s': no tensor", p->name);
+		return (a->u.t = import_tensor(imp, p->t)) ? 0 : -1;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
 		a->kind = A_GRAPH;
 		if (!p->g)
