@@ -834,8 +834,10 @@ class _Printer:
                 t = _get_attr(gm, node.target)
                 if not isinstance(t, torch.Tensor):
                     raise ExportError("get_attr %s is not a tensor" % node.target)
-                vname = _value_name(self.fresh(node.name))
+                raw = self.fresh(node.name)
+                vname = _value_name(raw)
                 self.names[node] = vname
+                self.raw[node] = raw
                 decls.append(self.const_decl(vname, t))
                 continue
             if node.op != "call_function":
@@ -876,7 +878,8 @@ class _Printer:
         """The graph's meta(...) entries: the named dims' ranges, and, on the
         values (`input:NAME:KEY`, `initializer:...`, `output:...`,
         docs/onnx.md), the FX name of each input, weight and output whose
-        name differs from it, and non-persistent buffers."""
+        name differs from it, non-persistent buffers, and the kind of the
+        tensors the trace captured (CONSTANT_TENSOR)."""
         ex = self.ex
         q = lambda k, v: "%s: %s" % (_quote(k), _quote(v))
         meta = []
@@ -894,6 +897,9 @@ class _Printer:
             role = "input" if kind_key and kind_key[0] == "input" else "initializer"
             if node.op == "placeholder" and self.raw.get(node, node.name) != node.name:
                 renamed.append((role, self.raw[node], node.name))
+            if node.op == "get_attr" or (kind_key and kind_key[0] == "const"):
+                key = "initializer:%s:pkg.torch.export.graph_signature.InputSpec." % self.raw[node]
+                meta += [q(key + "kind", "CONSTANT_TENSOR"), q(key + "persistent", "None")]
             if kind_key and kind_key[0] == "buffer" and kind_key[1] in ex.non_persistent:
                 meta.append(q("initializer:%s:pkg.torch.export.graph_signature.InputSpec.persistent"
                               % self.raw[node], "False"))

@@ -222,6 +222,34 @@ class ContractTest(test_api.TempDirTest):
         self.assertEqual(out["pkg.torch.export.graph_signature.OutputSpec.kind"], "USER_OUTPUT")
         self.assertEqual(out["pkg.torch.onnx.original_node_name"], "addmm_1")
 
+    def test_metadata_buffers_constants(self):
+        """A buffer outside the state_dict is not persistent; a tensor the
+        trace captured is a CONSTANT_TENSOR."""
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("scale", torch.full((3,), 2.0), persistent=False)
+                self.register_buffer("shift", torch.ones(3))
+
+            def forward(self, x):
+                return x * torch.tensor([1.0, 2.0, 3.0]) * self.scale + self.shift
+
+        model = M().eval()
+        x = torch.randn(2, 3)
+        f = self.path("bufs.onnx")
+        onnxc.export(model, (x,), f, optimize="O0")
+        m = onnx.load(f)
+        spec = "pkg.torch.export.graph_signature.InputSpec."
+        inits = {t.name: dict(meta(t, 16)) for t in m.graph.initializer}
+        self.assertEqual(inits["scale"][spec + "kind"], "BUFFER")
+        self.assertEqual(inits["scale"][spec + "persistent"], "False")
+        self.assertEqual(inits["shift"][spec + "persistent"], "True")
+        consts = [v for k, v in inits.items() if k not in ("scale", "shift")]
+        self.assertEqual([c[spec + "kind"] for c in consts], ["CONSTANT_TENSOR"])
+        with torch.no_grad():
+            self.assertClose(model(x), self.outputs(f, {"x": x.numpy()})[0][1], "out")
+
     # -- training mode --------------------------------------------------------
 
     def test_training_batch_norm(self):
