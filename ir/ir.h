@@ -359,6 +359,15 @@ typedef struct Prov {
 	MetaProp *meta;             /* other metadata_props */
 } Prov;
 
+/* The node's own entry PyTorch's exporter ends namespace, class_hierarchy
+ * and name_scopes with ("add", "aten.add.Tensor"), read from the meta entry
+ * pkg.torch.onnx.fx_node ("%add : [...] = call_function[target=torch.ops.
+ * aten.add.Tensor](...)"); its index in meta, or -1 when there is none or
+ * it does not have that form.  Strs point into the meta value. */
+int prov_fx_leaf(const Prov *p, Str *name, Str *target);
+/* The same from the text of an fx_node entry: 0, or -1 when not of that form. */
+int fx_node_leaf(const char *s, size_t n, Str *name, Str *target);
+
 /* ---- nodes, values, graphs ----------------------------------------------- */
 typedef enum {
 	VK_NODE,                    /* a node result */

@@ -543,6 +543,12 @@ A([
       f("f32[3]"), f("f32[3]", **POS), False, 0.1, 1e-5, outputs=[0]),
     C("aten::batch_norm", f("f32[2,3,4,4]"), f("f32[3]"), f("f32[3]"), f("f32[3]"),
       f("f32[3]", **POS), False, 0.1, 1e-5, True),
+    # Training mode: batch statistics (the running statistics' update is
+    # checked against nn.BatchNorm in test/contract/run_contract.py).
+    C("aten::native_batch_norm", f("f32[2,3,4,4]"), f("f32[3]"), f("f32[3]"), None, None,
+      True, 0.1, 1e-5, id="native_batch_norm-train"),
+    C("aten::native_batch_norm", f("f32[6,3]"), None, None, None, None,
+      True, 0.1, 1e-5, id="native_batch_norm-train-noaffine"),
     C("aten::native_layer_norm", f("f32[2,3,4]"), [4], f("f32[4]"), f("f32[4]"), 1e-5),
     C("aten::native_layer_norm", f("f32[2,3,4]"), [3, 4], None, None, 1e-5,
       id="native_layer_norm-noaffine"),
@@ -585,6 +591,12 @@ A([
     C("aten::log_softmax.int", f("f32[3,4]"), 0, DT("f64"), id="log_softmax.int-dtype"),
     C("aten::dropout", f(), 0.5, False),
     C("aten::native_dropout", f(), 0.5, False),
+    # Training mode is random: p = 0 keeps everything (and the mask is all
+    # true); bernoulli with p 0 or 1 is certain.
+    C("aten::native_dropout", f(), 0.0, True, id="native_dropout-train-p0"),
+    C("aten::dropout", f(), 0.0, True, id="dropout-train-p0"),
+    C("aten::bernoulli.p", f(), 1.0, id="bernoulli.p-1"),
+    C("aten::bernoulli.p", f(), 0.0, id="bernoulli.p-0"),
     C("aten::feature_dropout", f(F234), 0.5, False),
     C("aten::embedding", f("f32[10,4]"), i("i64[2,3]", lo=0, hi=10)),
 ])
