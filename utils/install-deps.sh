@@ -20,7 +20,7 @@ export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(
   build-essential cmake re2c bison protobuf-c-compiler libprotobuf-c-dev libjansson-dev
   llvm-19-tools clang libclang-rt-14-dev
-  python3-torch python3-torchvision python3-onnx python3-numpy
+  python3-torch python3-torchvision python3-torchaudio python3-onnx python3-numpy
   libonnx-testdata hyperfine locales graphviz
 )
 
