@@ -841,6 +841,12 @@ A([
 ])
 
 
+# -- the rest of the core ATen opset and the ops real models meet
+#    (decomps/core_*.fxir): test/decomp/cases_core.py --
+import cases_core  # noqa: E402
+A(cases_core.cases(sys.modules[__name__]))
+
+
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
 #    promote-OP-DTYPE-DTYPE (0d: a 0-d tensor, num: an int, float or bool) --
