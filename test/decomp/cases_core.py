@@ -158,6 +158,14 @@ def nn_cases(m):
         C("aten::embedding_bag.padding_idx", f(W10), IDX, fixed("i64[3]", [0, 4, 6]), False, 0, False,
           None, False, 4, outputs=[0]),
         C("aten::embedding_bag", f(W10), IDX, fixed("i64[3]", [0, 4, 6]), False, 1, outputs=[0]),
+        C("aten::_pack_padded_sequence", f("f32[4,3,2]"), fixed("i64[3]", [4, 2, 1]), False),
+        C("aten::_pack_padded_sequence", f("f32[3,5,2,2]"), fixed("i64[3]", [3, 3, 2]), True,
+          id="_pack_padded_sequence-batch_first"),
+        C("aten::_pack_padded_sequence", f("f32[6,2]"), fixed("i64[2]", [4, 4]), False,
+          id="_pack_padded_sequence-short"),
+        C("aten::_pad_packed_sequence", f("f32[7,2]"), fixed("i64[4]", [3, 2, 1, 1]), False, 0.0, 4),
+        C("aten::_pad_packed_sequence", f("f32[7,2,3]"), fixed("i64[4]", [3, 2, 1, 1]), True, -1.5, 6,
+          id="_pad_packed_sequence-batch_first-total"),
     ])
     return out
 
@@ -228,6 +236,12 @@ def indexing_cases(m):
           include_self=False, id="scatter_reduce.two-amax-negdim"),
         C("aten::scatter_reduce.two", i("i64[4,3]"), 0, i("i64[5,3]", lo=0, hi=4), i("i64[5,3]"), "amin",
           id="scatter_reduce.two-amin-i64"),
+        C("aten::scatter.reduce", f("f32[3,5]"), 1, i("i64[3,4]", lo=0, hi=5), f("f32[3,4]"), reduce="add"),
+        C("aten::scatter.reduce", f("f32[3,5]"), -1, i("i64[3,4]", lo=0, hi=5), f("f32[3,4]"), reduce="multiply",
+          id="scatter.reduce-multiply-negdim"),
+        C("aten::scatter.value_reduce", f("f32[3,5]"), 0, i("i64[2,5]", lo=0, hi=3), 1.5, reduce="multiply"),
+        C("aten::scatter.value_reduce", i("i64[3,5]"), 1, i("i64[3,2]", lo=0, hi=5), 2, reduce="add",
+          id="scatter.value_reduce-add-i64"),
         C("aten::masked_scatter", f("f32[3,4]"), b("f32[3,4]"), f("f32[12]")),
         C("aten::masked_scatter", f("f32[3,4]"), b("f32[4]"), f("f32[2,9]"), id="masked_scatter-broadcast"),
         C("aten::masked_scatter", i("i64[2,3]"), b("f32[2,3]"), i("i64[6]"), id="masked_scatter-i64"),
