@@ -56,6 +56,7 @@ def cases(m):
     out.extend(nn_cases(m))
     out.extend(indexing_cases(m))
     out.extend(misc_cases(m))
+    out.extend(grad_cases(m))
     return out
 
 
@@ -303,3 +304,45 @@ def np_stride(x, dim):
 def np_squeeze_dims(x, dims):
     """aten::squeeze.dims (PyTorch 2.0): dims of size other than 1 stay."""
     return np.squeeze(x, tuple(d for d in dims if x.shape[d] == 1))
+
+
+def grad_cases(m):
+    C, f, i = m.C, m.f, m.i
+    return [
+        C("aten::max_pool2d_with_indices_backward", f("f32[2,3,2,3]"), f("f32[2,3,4,6]"), [2, 2], [2, 2],
+          [0, 0], [1, 1], False, i("i64[2,3,2,3]", lo=0, hi=24)),
+        C("aten::max_pool2d_with_indices_backward", f("f32[3,3,3]"), f("f32[3,5,5]"), [3, 3], [2, 2],
+          [1, 1], [1, 1], False, i("i64[3,3,3]", lo=0, hi=25), id="max_pool2d_with_indices_backward-3d"),
+        C("aten::_adaptive_avg_pool2d_backward", f("f32[2,3,3,2]"), f("f32[2,3,7,5]")),
+        C("aten::_adaptive_avg_pool2d_backward", f("f32[1,2,4,6]"), f("f32[1,2,3,3]"),
+          id="_adaptive_avg_pool2d_backward-up"),
+        C("aten::avg_pool2d_backward", f("f32[1,2,3,3]"), f("f32[1,2,6,6]"), [2, 2], [2, 2], [0, 0],
+          False, True, None),
+        C("aten::avg_pool2d_backward", f("f32[2,2,3,4]"), f("f32[2,2,6,7]"), [3, 3], [2, 2], [1, 1],
+          False, True, None, id="avg_pool2d_backward-pad"),
+        C("aten::avg_pool2d_backward", f("f32[2,2,3,4]"), f("f32[2,2,6,7]"), [3, 3], [2, 2], [1, 1],
+          False, False, None, id="avg_pool2d_backward-exclude-pad"),
+        C("aten::avg_pool2d_backward", f("f32[1,2,3,3]"), f("f32[1,2,5,5]"), [3, 3], [2, 2], [1, 1],
+          False, False, None, id="avg_pool2d_backward-end-pad"),
+        C("aten::avg_pool2d_backward", f("f32[1,1,3,2]"), f("f32[1,1,5,5]"), [2, 3], [], [1, 1],
+          False, True, 4, id="avg_pool2d_backward-divisor-nostride"),
+        C("aten::native_layer_norm_backward", f("f32[2,3,4]"), f("f32[2,3,4]"), [4], f("f32[2,3,1]"),
+          f("f32[2,3,1]", lo=0.5, hi=2.0), f("f32[4]"), f("f32[4]"), [True, True, True]),
+        C("aten::native_layer_norm_backward", f("f32[2,3,4]"), f("f32[2,3,4]"), [3, 4], f("f32[2,1,1]"),
+          f("f32[2,1,1]", lo=0.5, hi=2.0), f("f32[3,4]"), f("f32[3,4]"), [True, True, True],
+          id="native_layer_norm_backward-2d"),
+        C("aten::native_layer_norm_backward", f("f32[3,4]"), f("f32[3,4]"), [3, 4], f("f32[1,1]"),
+          f("f32[1,1]", lo=0.5, hi=2.0), f("f32[3,4]"), f("f32[3,4]"), [True, True, True], opset=17,
+          id="native_layer_norm_backward-all-opset17"),
+        C("aten::native_group_norm_backward", f("f32[2,6,3,2]"), f("f32[2,6,3,2]"), f("f32[2,3]"),
+          f("f32[2,3]", lo=0.5, hi=2.0), f("f32[6]"), 2, 6, 6, 3, [True, True, True]),
+        C("aten::native_group_norm_backward", f("f32[2,4,5]"), f("f32[2,4,5]"), f("f32[2,1]"),
+          f("f32[2,1]", lo=0.5, hi=2.0), f("f32[4]"), 2, 4, 5, 1, [True, True, True], opset=17,
+          id="native_group_norm_backward-1group-opset17"),
+        C("aten::convolution_backward", f("f32[2,4,5,5]"), f("f32[2,3,7,7]"), f("f32[4,3,3,3]"), [4],
+          [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]),
+        C("aten::convolution_backward", f("f32[1,2,4,3]"), f("f32[1,3,8,7]"), f("f32[2,3,3,2]"), [2],
+          [2, 2], [1, 0], [1, 2], False, [0, 0], 1, [True, True, True], id="convolution_backward-stride-pad-dilation"),
+        C("aten::convolution_backward", f("f32[1,2,3,3]"), f("f32[1,1,6,6]"), f("f32[2,1,2,2]"), [2],
+          [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True], id="convolution_backward-stride-remainder"),
+    ]

@@ -32,17 +32,9 @@ sys.path.insert(0, HERE)
 
 
 # Why the library leaves these out (printed in docs/coverage.md).
-GRADIENTS = ("a gradient, met in training graphs only; the exporter writes "
-             "inference graphs (the model in eval mode, no backward)")
 FFT = ("a complex result: ONNX's DFT returns the real and imaginary parts as a "
        "trailing dim of 2, and no ONNX op makes a complex tensor of them")
 NOT_DONE = {
-    "aten::_adaptive_avg_pool2d_backward": GRADIENTS,
-    "aten::avg_pool2d_backward": GRADIENTS,
-    "aten::convolution_backward": GRADIENTS,
-    "aten::max_pool2d_with_indices_backward": GRADIENTS,
-    "aten::native_group_norm_backward": GRADIENTS,
-    "aten::native_layer_norm_backward": GRADIENTS,
     "aten::_fft_r2c": FFT,
     "aten::_fft_c2r": FFT,
 }
