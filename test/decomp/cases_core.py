@@ -57,6 +57,7 @@ def cases(m):
     out.extend(indexing_cases(m))
     out.extend(misc_cases(m))
     out.extend(grad_cases(m))
+    out.extend(dtype_cases(m))
     return out
 
 
@@ -346,3 +347,40 @@ def grad_cases(m):
         C("aten::convolution_backward", f("f32[1,2,3,3]"), f("f32[1,1,6,6]"), f("f32[2,1,2,2]"), [2],
           [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True], id="convolution_backward-stride-remainder"),
     ]
+
+
+def dtype_cases(m):
+    """The data-moving ops over every dtype of the table, the float ones in f64."""
+    C, X, f, i, b = m.C, m.X, m.f, m.i, m.b
+    out = []
+    for dt in ("f64", "i64", "i32", "u8", "bool"):
+        def x(spec, dt=dt):
+            return X(spec.replace("f32", dt))
+        out += [
+            C("aten::copy", x("f32[2,3]"), f("f32[3]"), id="copy-dtype-" + dt),
+            C("aten::diagonal", x("f32[3,4]"), 1, id="diagonal-dtype-" + dt),
+            C("aten::masked_scatter", x("f32[2,3]"), b("f32[2,3]"), x("f32[6]"), id="masked_scatter-dtype-" + dt),
+            C("aten::index_put", x("f32[4,3]"), [i("i64[2]", lo=0, hi=4)], x("f32[3]"), id="index_put-dtype-" + dt),
+            C("aten::resize_", x("f32[2,3]"), [4], mutated=1, id="resize_-dtype-" + dt),
+            C("aten::scatter_reduce.two", x("f32[3,4]"), 1, i("i64[3,2]", lo=0, hi=4), x("f32[3,2]"), "sum",
+              id="scatter_reduce.two-sum-dtype-" + dt),
+        ]
+        if dt != "bool":   # ONNX Runtime's ScatterElements has no bool max
+            out.append(C("aten::scatter_reduce.two", x("f32[3,4]"), 1, i("i64[3,2]", lo=0, hi=4),
+                         x("f32[3,2]"), "amax", include_self=False, id="scatter_reduce.two-amax-dtype-" + dt))
+
+    def d(spec):
+        return X(spec.replace("f32", "f64"))
+    out += [
+        C("aten::_cdist_forward", d("f32[3,2]"), d("f32[4,2]"), 2.0, None, id="_cdist_forward-f64"),
+        C("aten::_pdist_forward", d("f32[4,2]"), 1.0, id="_pdist_forward-f64"),
+        C("aten::col2im", d("f32[1,4,4]"), [3, 3], [2, 2], [1, 1], [0, 0], [1, 1], id="col2im-f64"),
+        C("aten::_embedding_bag", d("f32[5,2]"), i("i64[4]", lo=0, hi=5), i("i64[1]", lo=0, hi=1),
+          outputs=[0], id="_embedding_bag-f64-one-bag"),
+        C("aten::_adaptive_avg_pool3d", d("f32[1,2,3,3,3]"), [2, 2, 2], id="_adaptive_avg_pool3d-f64"),
+        C("aten::var.dim", d("f32[3,4]"), [1], id="var.dim-f64"),
+        C("aten::reflection_pad2d", d("f32[1,2,4,5]"), [1, 2, 2, 1], id="reflection_pad2d-f64"),
+        C("aten::grid_sampler_2d", d("f32[1,1,3,3]"), d("f32[1,2,2,2]"), 0, 0, False, id="grid_sampler_2d-f64",
+          xfail="ONNX Runtime has no f64 GridSample kernel; the model is valid ONNX"),
+    ]
+    return out
