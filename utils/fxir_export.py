@@ -24,6 +24,7 @@ Command line: see `fxir_export.py --help`.
 """
 
 import argparse
+import contextlib
 import functools
 import importlib.util
 import inspect
@@ -340,6 +341,118 @@ class _Provenance:
         return frames
 
 
+# The whole-layer recurrent calls (nn.LSTM, nn.GRU, nn.RNN) as ops of their
+# own: make_fx would otherwise record their per-step decomposition (every
+# gate of every time step).  They are written as aten::lstm.input and
+# friends, one call a layer.
+_RNN_SCHEMAS = {
+    "lstm": "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+            "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)",
+    "gru": "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+           "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+    "rnn_tanh": "rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+                "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+    "rnn_relu": "rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+                "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+}
+_RNN_NS = "onnxc_rnn"
+_RNN_LIBS = []
+
+
+def _rnn_ops():
+    """{torch._VF function: (name, the onnxc_rnn op)}, defined once."""
+    if not _RNN_LIBS:
+        lib = torch.library.Library(_RNN_NS, "DEF")
+        impl = torch.library.Library(_RNN_NS, "IMPL", "CPU")
+        for name, schema in _RNN_SCHEMAS.items():
+            lib.define(schema)
+            impl.impl(name, getattr(torch._VF, name))
+        _RNN_LIBS.extend([lib, impl])
+    ops = getattr(torch.ops, _RNN_NS)
+    return {getattr(torch._VF, n): (n, getattr(ops, n)) for n in _RNN_SCHEMAS}
+
+
+class _WholeRNNLayers(torch.overrides.TorchFunctionMode):
+    """While active, nn.LSTM/GRU/RNN calls on padded (not packed) input are
+    recorded as one call a layer.  Not for projections (proj_size) or
+    dropout between layers in training: those keep the per-step form."""
+
+    def __enter__(self):
+        self.ops = _rnn_ops()
+        return super().__enter__()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        hit = self.ops.get(func) if not kwargs and len(args) == 9 else None
+        if hit and isinstance(args[2], (list, tuple)):
+            inp, hx, params, has_biases, layers, dropout, train, bidir, batch_first = args
+            d = 2 if bidir else 1
+            per = (4 if has_biases else 2) * d
+            if len(params) == per * layers and not (train and dropout > 0 and layers > 1):
+                return self._layers(hit, args, d, per)
+        return func(*args, **(kwargs or {}))
+
+    @staticmethod
+    def _layers(hit, args, d, per):
+        name, op = hit
+        inp, hx, params, has_biases, layers, dropout, train, bidir, batch_first = args
+        if layers == 1:
+            return op(*args)
+        x, hs, cs = inp, [], []
+        for k in range(layers):
+            part = slice(k * d, (k + 1) * d)
+            h = [hx[0][part], hx[1][part]] if name == "lstm" else hx[part]
+            r = op(x, h, list(params[k * per:(k + 1) * per]), has_biases, 1, dropout, train,
+                   bidir, batch_first)
+            x = r[0]
+            hs.append(r[1])
+            if name == "lstm":
+                cs.append(r[2])
+        if name == "lstm":
+            return x, torch.cat(hs, 0), torch.cat(cs, 0)
+        return x, torch.cat(hs, 0)
+
+
+class _SpecializeDataDependent:
+    """While active (real-mode tracing only), an op whose result is data
+    (`tensor.item()`, `int(t)`, `if t.sum() > 0`, `.tolist()`) returns the
+    example's value instead of failing the trace: the graph is specialized to
+    it, as torch.jit.trace does, and a warning names the user's source line."""
+
+    def __init__(self, prov):
+        self.prov = prov
+        self.seen = set()
+
+    def __enter__(self):
+        import torch.fx.experimental.proxy_tensor as pt
+        self.pt = pt
+        self.orig = pt.proxy_call
+        tag = getattr(torch.Tag, "data_dependent_output", None)
+        me = self
+
+        def proxy_call(mode, func, args, kwargs):
+            if tag is not None and tag in func.tags:
+                return me._specialize(func, args, kwargs)
+            return me.orig(mode, func, args, kwargs)
+
+        pt.proxy_call = proxy_call
+        return self
+
+    def __exit__(self, *exc):
+        self.pt.proxy_call = self.orig
+        return False
+
+    def _specialize(self, func, args, kwargs):
+        value = func(*args, **kwargs)
+        frames = self.prov._user_frames()
+        where = "%s:%d" % (frames[-1][0], frames[-1][1]) if frames else "(unknown line)"
+        if where not in self.seen:
+            self.seen.add(where)
+            print("fxir_export: warning: %s: a tensor's value is read in Python (%s); the graph "
+                  "is specialized to the example's value %r and is valid only for inputs that give "
+                  "the same value" % (where, func.overloadpacket.__name__, value), file=sys.stderr)
+        return value
+
+
 @functools.lru_cache(maxsize=None)
 def _short_path_cached(fn, source_root, sys_path):
     return _short_path_uncached(fn, source_root, sys_path)
@@ -515,6 +628,8 @@ def _type_of(v, dims):
 def _op_name(target):
     if isinstance(target, torch._ops.OpOverload):
         ns, name = target._schema.name.split("::", 1)
+        if ns == _RNN_NS:
+            return "aten::%s.input" % name
         ov = target._overloadname
         return "%s::%s" % (ns, name) if ov == "default" else "%s::%s.%s" % (ns, name, ov)
     if isinstance(target, torch._ops.OpOverloadPacket):
@@ -911,7 +1026,10 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     inputs = example_inputs()
     named_dims = _NamedDimsOnly({id(t): dyn[li] for li, t in enumerate(inputs) if li in dyn},
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
-    with prov, (named_dims if mode == "symbolic" else _nullcontext()):
+    # Symbolic tracing runs on fake tensors, which the whole-layer ops have
+    # no kernel for: recurrent layers keep their per-step form there.
+    with prov, (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
+            (contextlib.nullcontext() if mode == "symbolic" else _WholeRNNLayers()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
@@ -960,14 +1078,6 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     ex.outputs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     ex.gm = gm
     return ex
-
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 class _NamedDimsOnly:

@@ -600,6 +600,37 @@ A([
       f("f32[4]"), f("f32[4]")),
 ])
 
+# -- rnn_layers.fxir: one layer a call; T=5, B=2, I=3, H=4 --
+def _rnn_params(gates, bias, bidir):
+    one = [f("f32[%d,3]" % (gates * 4)), f("f32[%d,4]" % (gates * 4))]
+    if bias:
+        one += [f("f32[%d]" % (gates * 4)), f("f32[%d]" % (gates * 4))]
+    two = [f("f32[%d,3]" % (gates * 4)), f("f32[%d,4]" % (gates * 4))]
+    if bias:
+        two += [f("f32[%d]" % (gates * 4)), f("f32[%d]" % (gates * 4))]
+    return one + (two if bidir else [])
+
+
+def _rnn_cases():
+    cases = []
+    for bias, bidir, batch_first in ((True, False, False), (True, True, True),
+                                     (False, False, True), (False, True, False)):
+        d = 2 if bidir else 1
+        x = f("f32[2,5,3]") if batch_first else f("f32[5,2,3]")
+        tag = "%s-%s-%s" % ("bias" if bias else "nobias", "bidir" if bidir else "uni",
+                            "batch_first" if batch_first else "seq_first")
+        cases.append(C("aten::lstm.input", x, [f("f32[%d,2,4]" % d), f("f32[%d,2,4]" % d)],
+                       _rnn_params(4, bias, bidir), bias, 1, 0.0, False, bidir, batch_first,
+                       id="lstm.input-" + tag))
+        for op, gates in (("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+            cases.append(C("aten::%s.input" % op, x, f("f32[%d,2,4]" % d),
+                           _rnn_params(gates, bias, bidir), bias, 1, 0.0, False, bidir,
+                           batch_first, id="%s.input-%s" % (op, tag)))
+    return cases
+
+
+A(_rnn_cases())
+
 # -- attention.fxir --
 def np_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
             enable_gqa=False):

@@ -67,6 +67,17 @@ class PinsBatch(torch.nn.Module):
         return x.reshape(4, 6) * 2
 
 
+class ReadsValues(torch.nn.Module):
+    """Reads tensor values in Python: a length and a branch condition."""
+    def forward(self, x, lengths):
+        n = int(lengths.max())
+        mask = torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)
+        y = x[:, :n] * mask.unsqueeze(-1)
+        if y.sum() > 0:
+            return y + 1
+        return y - 1
+
+
 class ApiTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="onnxc-api-test.")
@@ -201,6 +212,27 @@ class ApiTest(unittest.TestCase):
                          dynamic_shapes={"x": {0: "batch"}})
         self.assertIn("'batch'", str(cm.exception))
         self.assertIn("trace with a size >= 2", str(cm.exception))
+
+    def test_data_dependent_values(self):
+        """Python reading a tensor's value specializes the graph to the
+        example, with a warning naming the line, instead of failing."""
+        import contextlib
+        import io
+        model = ReadsValues()
+        x, lengths = torch.rand(2, 6, 3), torch.tensor([4, 2])
+        f = self.path("reads.onnx")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            onnxc.export(model, (x, lengths), f)
+        lines = [l for l in err.getvalue().splitlines() if "a tensor's value is read" in l]
+        self.assertEqual(len(lines), 2, err.getvalue())
+        self.assertRegex(lines[0], r"test_api\.py:\d+: .*specialized to the example's value 4")
+        self.assertRegex(lines[1], r"specialized to the example's value True")
+        feeds = {"x": x.numpy(), "lengths": lengths.numpy()}
+        self.check_runs(model, f, feeds, (x, lengths))
+        # Other inputs that read the same values give PyTorch's results too.
+        x2, l2 = torch.rand(2, 6, 3), torch.tensor([1, 4])
+        self.check_runs(model, f, {"x": x2.numpy(), "lengths": l2.numpy()}, (x2, l2))
 
     def test_bad_names(self):
         with self.assertRaises(onnxc.ConversionError):
