@@ -55,13 +55,23 @@ def library():
     return found
 
 
+NOTES = {}     # overload: its expected failures
+PARTIAL = {}   # overload: the result subsets its partial cases compare
+
+
 def checked_ops():
-    """{overload: number of runnable cases} of check_decomps.py's table."""
+    """{overload: number of runnable cases} of check_decomps.py's table;
+    fills NOTES with each overload's expected failures and the cases that
+    compare only some results."""
     import check_decomps as cd
     counts = {}
     for case in cd.CASES:
+        if case.xfail:
+            NOTES.setdefault(case.op, []).append("xfail `%s`" % case.id)
         if case.skip or case.xfail:
             continue
+        if case.outputs is not None:
+            PARTIAL.setdefault(case.op, set()).add(tuple(case.outputs))
         if case.ref is None:
             try:
                 cd.torch_op(case.op)
@@ -90,7 +100,10 @@ def table(data):
         "The overloads PyTorch tags `core` (test/decomp/core_aten.txt); *decomposed*:",
         "the library (decomps/) has a decomposition of the overload; *checked*: the",
         "number of cases of test/decomp/check_decomps.py that compare its numbers",
-        "with PyTorch (or a NumPy reference) and are expected to pass.",
+        "with PyTorch (or a NumPy reference) and are expected to pass; *notes*: the",
+        "overload's expected failures (reasons in docs/decompositions.md) and the",
+        "cases that compare only some of its results (the others are PyTorch's",
+        "only where the notes of docs/decompositions.md say so).",
         "",
         "| | overloads |",
         "|---|---|",
@@ -98,11 +111,17 @@ def table(data):
         "| decomposed | %d |" % dec,
         "| checked numerically | %d |" % num,
         "",
-        "| overload | decomposed in | checked (cases) |",
-        "|---|---|---|",
+        "| overload | decomposed in | checked (cases) | notes |",
+        "|---|---|---|---|",
     ]
     for op, where, count in data:
-        out.append("| `%s` | %s | %s |" % (op, "`%s`" % where if where else "—", count or "—"))
+        xf = NOTES.get(op, [])
+        notes = "; ".join(xf[:3]) + ("; … (%d in all)" % len(xf) if len(xf) > 3 else "")
+        if op in PARTIAL:
+            sub = " or ".join("result%s %s" % ("s" if len(t) > 1 else "", ", ".join(map(str, t)))
+                              for t in sorted(PARTIAL[op]))
+            notes += ("; " if notes else "") + "some cases compare %s only" % sub
+        out.append("| `%s` | %s | %s | %s |" % (op, "`%s`" % where if where else "—", count or "—", notes))
     missing = [op for op, where, _ in data if not where]
     if missing:
         out += ["", "Not decomposed:", ""]
