@@ -718,6 +718,7 @@ static Status copy_node(Inst *in, const Node *bn, int widen)
 	Node *n = node_new(in->x->m, bn->domain, bn->name, nres, count_args(in, bn), bn->nkw);
 	n->prov = in->call->prov;
 	n->loc = in->call->loc;
+	n->opset = bn->opset;
 	copy_args(in, bn, n, &err);
 	copy_kw(in, bn, n, &err);
 	if (!err && !widen && cast_is_noop(in, bn, n)) {

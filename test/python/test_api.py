@@ -78,7 +78,9 @@ class ReadsValues(torch.nn.Module):
         return y - 1
 
 
-class ApiTest(unittest.TestCase):
+class TempDirTest(unittest.TestCase):
+    """Each test in a fresh temporary directory, torch seeded."""
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="onnxc-api-test.")
         torch.manual_seed(0)
@@ -89,6 +91,9 @@ class ApiTest(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+
+class ApiTest(TempDirTest):
 
     def check_runs(self, model, f, feeds, args):
         with torch.no_grad():
@@ -256,15 +261,17 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(dims(onnx.load(f).graph.input[0]), ["batch", 5])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(case=None, doc=None):
+    """Runs the tests of `case` (default ApiTest) with -v and -k; the last
+    line printed is the counts."""
+    ap = argparse.ArgumentParser(description=(doc or __doc__).split("\n\n")[0])
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("-k", dest="pattern", action="append", help="run tests matching PATTERN")
     a = ap.parse_args()
     loader = unittest.TestLoader()
     if a.pattern:
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
-    suite = loader.loadTestsFromTestCase(ApiTest)
+    suite = loader.loadTestsFromTestCase(case or ApiTest)
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
