@@ -173,8 +173,51 @@ static void check_sametype(Verifier *v, const Node *n)
 	}
 }
 
+static void type_text(const Type *t, char *buf, size_t sz)
+{
+	char *s;
+	size_t len;
+	FILE *f = xmemstream(&s, &len);
+	print_type(f, t);
+	fclose(f);
+	snprintf(buf, sz, "%s", s);
+	free(s);
+}
+
+/* A written result type must agree with what the operands give
+ * (infer.c); only what both say is compared. */
+static void check_inferred(Verifier *v, const Node *n)
+{
+	if (n->op == OP_GENERIC || op_info[n->op].dom != DOM_ONNX || !n->nres)
+		return;
+	int typed = 0;
+	for (uint32_t i = 0; i < n->nres; i++)
+		typed |= n->res[i] && n->res[i] < v->m->vals.n && v->m->vals.v[n->res[i]].type;
+	for (uint32_t i = 0; i < n->nargs; i++)
+		if (n->args[i].kind == A_VALUE && n->args[i].u.v >= v->m->vals.n)
+			return;
+	if (!typed)
+		return;
+	Type *buf[8], **out = n->nres <= 8 ? buf : xcalloc(n->nres, sizeof *out);
+	infer_node(v->m, n, out);
+	for (uint32_t i = 0; i < n->nres; i++) {
+		const Type *w = n->res[i] && n->res[i] < v->m->vals.n ? v->m->vals.v[n->res[i]].type : NULL;
+		if (!infer_conflict(w, out[i]))
+			continue;
+		char name[256], tw[512], ti[512];
+		type_text(w, tw, sizeof tw);
+		type_text(out[i], ti, sizeof ti);
+		err(v, n->loc, "%s: result %s is written %s, but its operands give %s",
+		    opname(n, name, sizeof name), vn(v, n->res[i]), tw, ti);
+		break;
+	}
+	if (out != buf)
+		free(out);
+}
+
 static void verify_node(Verifier *v, Node *n)
 {
+	int before = v->errors;
 	v->loc = n->loc;
 	node_each_use(n, use, v);
 	check_arity(v, n);
@@ -182,6 +225,8 @@ static void verify_node(Verifier *v, Node *n)
 		check_onnx_operands(v, n);
 	if (node_has_flag(n, OPF_SAMETYPE))
 		check_sametype(v, n);
+	if (n->domain == S_onnx && v->errors == before)
+		check_inferred(v, n);
 	if (node_has_subgraph(n)) {
 		Owner *o = xmalloc(sizeof *o);
 		*o = (Owner){ n, v->pos };
