@@ -689,13 +689,27 @@ static Type *infer_einsum(Infer *I, const Node *n)
 	uint32_t len;
 	const char *eq = kw_str(n, "equation", &len);
 	const char *arrow = eq ? memchr(eq, '>', len) : NULL;
-	if (!arrow || memchr(eq, '.', len))
+	if (!eq || memchr(eq, '.', len))
 		return mk(I, dt, -1, NULL);
+	/* implicit output: the letters used once, in alphabetical order */
+	char implicit[128];
+	if (!arrow) {
+		int count[128] = { 0 };
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < len; i++)
+			if ((unsigned char)eq[i] < 128)
+				count[(int)eq[i]]++;
+		for (int c = 'A'; c <= 'z'; c++)
+			if (count[c] == 1 && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+				implicit[k++] = (char)c;
+		implicit[k] = 0;
+	}
+	const char *end_in = arrow ? arrow - 1 : eq + len;
 	Dim letter[128];
 	for (int i = 0; i < 128; i++)
 		letter[i] = UNK;
 	uint32_t op = 0, pos = 0;
-	for (const char *p = eq; p < arrow - 1; p++) {
+	for (const char *p = eq; p < end_in; p++) {
 		if (*p == ',') {
 			op++;
 			pos = 0;
@@ -708,7 +722,8 @@ static Type *infer_einsum(Infer *I, const Node *n)
 	}
 	Dim d[MAXR];
 	int32_t r = 0;
-	for (const char *p = arrow + 1; p < eq + len && r < MAXR; p++)
+	const char *o = arrow ? arrow + 1 : implicit, *oe = arrow ? eq + len : implicit + strlen(implicit);
+	for (const char *p = o; p < oe && r < MAXR; p++)
 		if (*p != ' ' && (unsigned char)*p < 128)
 			d[r++] = letter[(int)*p];
 	return mk(I, dt, r, d);
@@ -905,7 +920,10 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 	case OP_ONNX_Expand: {
 		int cnt = int_vec(I, operand(n, 1), d, MAXR);
 		if (cnt < 0) {
-			out[0] = mk(I, dx, -1, NULL);
+			/* the shape's length alone gives the rank */
+			cnt = shaped(y) && y->rank == 1 && known(y->dims[0]) && y->dims[0].v <= MAXR
+				? (int)y->dims[0].v : -1;
+			out[0] = unknown_dims(I, dx, shaped(x) && cnt >= 0 ? (cnt > x->rank ? cnt : x->rank) : -1);
 			return;
 		}
 		for (int i = 0; i < cnt; i++)
@@ -1117,6 +1135,80 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			d[i] = !known(v) ? UNK : div ? (v.v % f ? UNK : stat(v.v / f)) : stat(v.v * f);
 		}
 		out[0] = mk(I, dx, 4, d);
+		return;
+	}
+	case OP_ONNX_Det: {
+		if (!shaped(x) || x->rank < 2) {
+			out[0] = mk(I, dx, -1, NULL);
+			return;
+		}
+		out[0] = mk(I, dx, x->rank - 2, x->dims);
+		return;
+	}
+	case OP_ONNX_ConvInteger:
+		out[0] = infer_window(I, n, x, y, shaped(y) && y->rank >= 1 ? y->dims[0] : UNK, 0);
+		if (out[0])
+			out[0]->dtype = DT_I32;
+		return;
+	case OP_ONNX_GridSample: {
+		if (!shaped(x) || !shaped(y) || x->rank < 3 || y->rank != x->rank) {
+			out[0] = mk(I, dx, -1, NULL);
+			return;
+		}
+		d[0] = x->dims[0];
+		d[1] = x->dims[1];
+		for (int32_t i = 2; i < x->rank; i++)
+			d[i] = y->dims[i - 1];
+		out[0] = mk(I, dx, x->rank, d);
+		return;
+	}
+	case OP_ONNX_Compress: {
+		int64_t ax;
+		if (!kw_int(n, "axis", &ax) || !shaped(x)) {
+			out[0] = mk(I, dx, 1, &UNK);
+			return;
+		}
+		if (!norm_axis(ax, x->rank, &a)) {
+			out[0] = mk(I, dx, -1, NULL);
+			return;
+		}
+		memcpy(d, x->dims, sizeof *d * (size_t)x->rank);
+		d[a] = UNK;
+		out[0] = mk(I, dx, x->rank, d);
+		return;
+	}
+	case OP_ONNX_DynamicQuantizeLinear:
+		out[0] = like(I, DT_U8, x);
+		if (n->nres > 1)
+			out[1] = mk(I, DT_F32, 0, NULL);
+		if (n->nres > 2)
+			out[2] = mk(I, DT_U8, 0, NULL);
+		return;
+	case OP_ONNX_NegativeLogLikelihoodLoss: case OP_ONNX_SoftmaxCrossEntropyLoss: {
+		uint32_t len;
+		const char *red = kw_str(n, "reduction", &len);
+		int none = red && len == 4 && memcmp(red, "none", 4) == 0;
+		out[0] = none ? like(I, dx, y) : mk(I, dx, 0, NULL);
+		if (n->nres > 1)
+			out[1] = like(I, dx, x);
+		return;
+	}
+	case OP_ONNX_RNN: case OP_ONNX_GRU: case OP_ONNX_LSTM: {
+		/* X [seq, batch, input] (layout 0) or [batch, seq, input] */
+		const Type *w = y;
+		int64_t layout = kw_int_or(n, "layout", 0), hs = kw_int_or(n, "hidden_size", -1);
+		if (!shaped(x) || x->rank != 3 || !shaped(w) || w->rank != 3) {
+			for (uint32_t i = 0; i < n->nres; i++)
+				out[i] = mk(I, dx, -1, NULL);
+			return;
+		}
+		Dim seq = x->dims[layout ? 1 : 0], batch = x->dims[layout ? 0 : 1], dir = w->dims[0];
+		Dim hid = hs >= 0 ? stat(hs) : UNK;
+		Dim y4[4] = { seq, dir, batch, hid }, yl[4] = { batch, seq, dir, hid };
+		Dim h3[3] = { dir, batch, hid }, hl[3] = { batch, dir, hid };
+		out[0] = mk(I, dx, 4, layout ? yl : y4);
+		for (uint32_t i = 1; i < n->nres && i < 3; i++)
+			out[i] = mk(I, dx, 3, layout ? hl : h3);
 		return;
 	}
 	case OP_ONNX_DequantizeLinear:
