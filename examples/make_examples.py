@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Regenerate the bundled examples: simple, mlp and llm (.fxir + .safetensors).
+"""Regenerate the bundled examples: simple, mlp, llm and dynamic_mlp (.fxir + .safetensors).
 
     /usr/bin/python3 examples/make_examples.py
 

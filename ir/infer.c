@@ -769,6 +769,9 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 	int32_t a;
 	if (op_info[n->op].flags & OPF_ELEMWISE) {
 		int dt = is_compare(n->op) ? DT_BOOL : n->op == OP_ONNX_Where ? dt_of(y ? y : ty(m, n, 2)) : dx;
+		/* one type for all: any typed operand gives it */
+		for (uint32_t i = 1; !dt && (op_info[n->op].flags & OPF_SAMETYPE) && i < n->nargs; i++)
+			dt = dt_of(ty(m, n, i));
 		out[0] = bcast_all(I, n, dt, 0);
 		return;
 	}
@@ -1021,22 +1024,27 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 		return;
 	}
 	case OP_ONNX_Constant: {
-		const Named *v = n->nkw ? &n->kw[0] : NULL;
-		if (!v)
-			return;
-		if (v->val.kind == A_TENSOR && v->val.u.t->type)
-			out[0] = v->val.u.t->type;
-		else if (v->name == S_value && v->val.kind == A_TENSOR)
-			return;
-		else if (v->val.kind == A_INT)
-			out[0] = mk(I, DT_I64, 0, NULL);
-		else if (v->val.kind == A_FLOAT)
+		/* by the attribute's name, so that a function's `value_float =
+		 * @alpha` is typed too */
+		const Named *v = n->nkw == 1 ? &n->kw[0] : NULL;
+		const char *k = v ? sym_str(v->name) : "";
+		uint32_t cnt = v && v->val.kind == A_LIST ? v->val.n : 0;
+		Dim len = v && v->val.kind == A_LIST ? stat(cnt) : UNK;
+		if (v && v->name == S_value && v->val.kind == A_TENSOR && v->val.u.t->type) {
+			const Type *t = v->val.u.t->type;
+			out[0] = mk(I, t->dtype, t->rank, t->dims);
+		} else if (!strcmp(k, "value_float"))
 			out[0] = mk(I, DT_F32, 0, NULL);
-		else if (v->val.kind == A_STR)
+		else if (!strcmp(k, "value_int"))
+			out[0] = mk(I, DT_I64, 0, NULL);
+		else if (!strcmp(k, "value_string"))
 			out[0] = mk(I, DT_STR, 0, NULL);
-		else if (v->val.kind == A_LIST && v->val.n && v->val.u.list[0].kind != A_NONE)
-			out[0] = mk(I, v->val.u.list[0].kind == A_INT ? DT_I64 : v->val.u.list[0].kind == A_FLOAT
-				    ? DT_F32 : DT_STR, 1, (Dim[]){ stat(v->val.n) });
+		else if (!strcmp(k, "value_floats"))
+			out[0] = mk(I, DT_F32, 1, &len);
+		else if (!strcmp(k, "value_ints"))
+			out[0] = mk(I, DT_I64, 1, &len);
+		else if (!strcmp(k, "value_strings"))
+			out[0] = mk(I, DT_STR, 1, &len);
 		return;
 	}
 	case OP_ONNX_Pad: {

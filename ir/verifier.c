@@ -225,8 +225,6 @@ static void verify_node(Verifier *v, Node *n)
 		check_onnx_operands(v, n);
 	if (node_has_flag(n, OPF_SAMETYPE))
 		check_sametype(v, n);
-	if (n->domain == S_onnx && v->errors == before)
-		check_inferred(v, n);
 	if (node_has_subgraph(n)) {
 		Owner *o = xmalloc(sizeof *o);
 		*o = (Owner){ n, v->pos };
@@ -236,6 +234,9 @@ static void verify_node(Verifier *v, Node *n)
 	v->pos++;
 	for (uint32_t i = 0; i < n->nres; i++)
 		define(v, n->res[i], n->loc);
+	/* one error a node: a node already reported is not compared */
+	if (n->domain == S_onnx && v->errors == before)
+		check_inferred(v, n);
 }
 
 static const Scope *enter(Verifier *v, const GraphVisit *gv)
