@@ -62,6 +62,17 @@ static const char *vn(Verifier *v, ValueId id)
 	return b;
 }
 
+/* The printed form of t, malloc'd. */
+static char *type_str(const Type *t)
+{
+	char *s;
+	size_t n;
+	FILE *f = xmemstream(&s, &n);
+	print_type(f, t);
+	fclose(f);
+	return s;
+}
+
 /* A static shape whose byte size passes INT64_MAX cannot exist; every
  * size computed later (writer, folding, runtime) may rely on that. */
 static void check_size(Verifier *v, const Type *t, Loc loc)
@@ -71,11 +82,7 @@ static void check_size(Verifier *v, const Type *t, Loc loc)
 	int64_t numel, nbytes;
 	if (!t || type_size(t, &numel, &nbytes) == OK)
 		return;
-	char *s;
-	size_t n;
-	FILE *f = xmemstream(&s, &n);
-	print_type(f, t);
-	fclose(f);
+	char *s = type_str(t);
 	err(v, loc, "type %s holds more than INT64_MAX bytes", s);
 	free(s);
 }
@@ -173,17 +180,6 @@ static void check_sametype(Verifier *v, const Node *n)
 	}
 }
 
-static void type_text(const Type *t, char *buf, size_t sz)
-{
-	char *s;
-	size_t len;
-	FILE *f = xmemstream(&s, &len);
-	print_type(f, t);
-	fclose(f);
-	snprintf(buf, sz, "%s", s);
-	free(s);
-}
-
 /* A written result type must agree with what the operands give
  * (infer.c); only what both say is compared. */
 static void check_inferred(Verifier *v, const Node *n)
@@ -204,11 +200,11 @@ static void check_inferred(Verifier *v, const Node *n)
 		const Type *w = n->res[i] && n->res[i] < v->m->vals.n ? v->m->vals.v[n->res[i]].type : NULL;
 		if (!infer_conflict(w, out[i]))
 			continue;
-		char name[256], tw[512], ti[512];
-		type_text(w, tw, sizeof tw);
-		type_text(out[i], ti, sizeof ti);
+		char name[256], *tw = type_str(w), *ti = type_str(out[i]);
 		err(v, n->loc, "%s: result %s is written %s, but its operands give %s",
 		    opname(n, name, sizeof name), vn(v, n->res[i]), tw, ti);
+		free(tw);
+		free(ti);
 		break;
 	}
 	if (out != buf)
