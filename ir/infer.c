@@ -1219,6 +1219,56 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			out[i] = mk(I, dx, 3, layout ? hl : h3);
 		return;
 	}
+	case OP_ONNX_NonMaxSuppression:
+		out[0] = mk(I, DT_I64, 2, (Dim[]){ UNK, stat(3) });
+		return;
+	case OP_ONNX_RoiAlign: {
+		/* [num_rois, C, output_height, output_width] */
+		const Type *b = ty(m, n, 2);
+		d[0] = shaped(b) && b->rank == 1 ? b->dims[0] : UNK;
+		d[1] = shaped(x) && x->rank == 4 ? x->dims[1] : UNK;
+		d[2] = stat(kw_int_or(n, "output_height", 1));
+		d[3] = stat(kw_int_or(n, "output_width", 1));
+		out[0] = mk(I, dx, 4, d);
+		return;
+	}
+	case OP_ONNX_QLinearMatMul: {
+		/* a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point */
+		Type *t = infer_matmul(I, x, ty(m, n, 3), dt_of(ty(m, n, 7)));
+		out[0] = t;
+		return;
+	}
+	case OP_ONNX_QLinearConv: {
+		const Type *w = ty(m, n, 3);
+		out[0] = infer_window(I, n, x, w, shaped(w) && w->rank >= 1 ? w->dims[0] : UNK, 0);
+		if (out[0])
+			out[0]->dtype = (uint8_t)dt_of(ty(m, n, 7));
+		if (out[0] && !out[0]->dtype)
+			out[0] = NULL;
+		return;
+	}
+	case OP_ONNX_BlackmanWindow: case OP_ONNX_HannWindow: case OP_ONNX_HammingWindow: {
+		int dt = dtype_attr(n, "output_datatype");
+		Dim len[1];
+		if (int_vec(I, operand(n, 0), len, 1) != 1 || (!known(len[0]) && !len[0].sym))
+			len[0] = UNK;
+		out[0] = mk(I, dt ? dt : DT_F32, 1, len);
+		return;
+	}
+	case OP_ONNX_Unique: {
+		int64_t ax;
+		int has_axis = kw_int(n, "axis", &ax);
+		if (has_axis && shaped(x) && norm_axis(ax, x->rank, &a)) {
+			memcpy(d, x->dims, sizeof *d * (size_t)x->rank);
+			d[a] = UNK;
+			out[0] = mk(I, dx, x->rank, d);
+		} else {
+			out[0] = has_axis ? mk(I, dx, -1, NULL) : mk(I, dx, 1, &UNK);
+		}
+		for (uint32_t i = 1; i < n->nres; i++)
+			out[i] = mk(I, DT_I64, 1, &UNK);
+		return;
+	}
 	case OP_ONNX_DequantizeLinear:
 		out[0] = like(I, dt_of(y), x);
 		return;
