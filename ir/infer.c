@@ -41,6 +41,18 @@ typedef struct Infer {
 static int known(Dim d) { return !d.sym && d.v >= 0; }
 static int dim_same(Dim a, Dim b) { return a.sym ? a.sym == b.sym : known(a) && known(b) && a.v == b.v; }
 static Dim stat(int64_t v) { return (Dim){ v, 0 }; }
+/* Sizes from attributes and constants may be anything: arithmetic that
+ * overflows, or gives a negative size, gives an unknown dim. */
+static Dim sum_dim(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) || r < 0 ? UNK : stat(r);
+}
+static Dim prod_dim(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) || r < 0 ? UNK : stat(r);
+}
 
 static const Type *ty(const Module *m, const Node *n, uint32_t i)
 {
@@ -135,8 +147,24 @@ static int dtype_attr(const Node *n, const char *name)
 	return k->val.kind == A_INT ? dtype_from_onnx((int)k->val.u.i) : 0;
 }
 
-/* The elements of an integer vector operand as dims: a constant (rank 0
- * or 1) or a vector tracked by infer_module.  Its length, or -1. */
+/* The elements of a constant integer operand (rank 0 or 1): its length,
+ * or -1. */
+static int const_ints(const Module *m, ValueId v, int64_t *buf, int cap)
+{
+	const Tensor *t = v ? const_tensor(m, v) : NULL;
+	if (!t || !t->type || !t->data || !dtype_is_int((DType)t->type->dtype) || t->type->rank > 1)
+		return -1;
+	int64_t cnt = type_numel(t->type);
+	if (cnt < 0 || cnt > cap)
+		return -1;
+	for (int64_t i = 0; i < cnt; i++)
+		buf[i] = tensor_get_i((DType)t->type->dtype, t->data, (size_t)i);
+	return (int)cnt;
+}
+
+/* The elements of an integer vector operand as dims: a vector tracked by
+ * infer_module (unknown elements NOTCONST) or a constant.  Its length, or
+ * -1. */
 static int int_vec(Infer *I, ValueId v, Dim *buf, int cap)
 {
 	if (!v)
@@ -147,25 +175,24 @@ static int int_vec(Infer *I, ValueId v, Dim *buf, int cap)
 		memcpy(buf, I->sv[v].d, sizeof *buf * (size_t)I->sv[v].n);
 		return I->sv[v].n;
 	}
-	const Tensor *t = const_tensor(I->m, v);
-	if (!t || !t->type || !t->data || !dtype_is_int((DType)t->type->dtype) || t->type->rank > 1)
-		return -1;
-	int64_t cnt = type_numel(t->type);
-	if (cnt < 0 || cnt > cap)
-		return -1;
-	for (int64_t i = 0; i < cnt; i++)
-		buf[i] = stat(tensor_get_i((DType)t->type->dtype, t->data, (size_t)i));
-	return (int)cnt;
+	int64_t c[MAXR];
+	int n = const_ints(I->m, v, c, cap < MAXR ? cap : MAXR);
+	for (int i = 0; i < n; i++)
+		buf[i] = stat(c[i]);
+	return n;
 }
 
 /* The same as integers (negative ones included); -1 when an element is
  * symbolic or unknown. */
 static int int_consts(Infer *I, ValueId v, int64_t *buf, int cap)
 {
+	int n = const_ints(I->m, v, buf, cap);
+	if (n >= 0)
+		return n;
 	Dim d[MAXR];
-	int n = int_vec(I, v, d, cap < MAXR ? cap : MAXR);
+	n = int_vec(I, v, d, cap < MAXR ? cap : MAXR);
 	for (int i = 0; i < n; i++) {
-		if (d[i].sym || d[i].v == INT64_MIN)
+		if (d[i].sym || (d[i].v == NOTCONST.v))
 			return -1;
 		buf[i] = d[i].v;
 	}
@@ -312,7 +339,7 @@ static Dim reshape_rest(const Type *in, const Dim *to, int32_t n, int32_t skip)
 /* Slice of a dim: start, end, step normalised as ONNX does. */
 static Dim slice_dim(Dim d, int64_t s, int64_t e, int64_t st)
 {
-	if (st == 0)
+	if (st == 0 || st == INT64_MIN)
 		return UNK;
 	if (!known(d)) {
 		/* the whole axis, forwards */
@@ -330,11 +357,11 @@ static Dim slice_dim(Dim d, int64_t s, int64_t e, int64_t st)
 	if (st > 0) {
 		s = s < 0 ? 0 : s > n ? n : s;
 		e = e < 0 ? 0 : e > n ? n : e;
-		return stat(e > s ? (e - s + st - 1) / st : 0);
+		return stat(e > s ? (e - s - 1) / st + 1 : 0);
 	}
 	s = s < 0 ? -1 : s > n - 1 ? n - 1 : s;
 	e = e < -1 ? -1 : e > n - 1 ? n - 1 : e;
-	return stat(s > e ? (s - e + (-st) - 1) / (-st) : 0);
+	return stat(s > e ? (s - e - 1) / (-st) + 1 : 0);
 }
 
 /* ---- op families -------------------------------------------------------------- */
@@ -372,7 +399,10 @@ static Type *infer_matmul(Infer *I, const Type *a, const Type *b, int dt)
 static Dim window_dim(Dim in, int64_t k, int64_t s, int64_t dl, int64_t pb, int64_t pe,
 		      const char *ap, uint32_t apn, int ceil_mode, int transpose, int64_t outpad)
 {
-	if (!known(in) || k < 0 || s <= 0 || dl <= 0)
+	/* beyond these bounds no real model lies, and no step overflows */
+	const int64_t big = (int64_t)1 << 40, small = 1 << 20;
+	if (!known(in) || in.v > big || k < 0 || k > small || s <= 0 || s > small || dl <= 0 || dl > small
+	    || pb < -big || pb > big || pe < -big || pe > big || outpad < -big || outpad > big)
 		return UNK;
 	int64_t ek = (k - 1) * dl + 1, x = in.v;
 	int same = ap && apn > 4 && memcmp(ap, "SAME", 4) == 0;
@@ -382,7 +412,7 @@ static Dim window_dim(Dim in, int64_t k, int64_t s, int64_t dl, int64_t pb, int6
 			return stat(x * s);
 		if (valid)
 			pb = pe = 0;
-		return stat(s * (x - 1) + outpad + ek - pb - pe);
+		return sum_dim(s * (x - 1) + outpad + ek - pb - pe, 0);
 	}
 	if (same)
 		return stat((x + s - 1) / s);
@@ -553,7 +583,7 @@ static Type *infer_concat(Infer *I, const Node *n)
 		}
 		for (int32_t k = 0; k < rank; k++) {
 			if (k == a)
-				d[a] = known(d[a]) && known(t->dims[k]) ? stat(d[a].v + t->dims[k].v)
+				d[a] = known(d[a]) && known(t->dims[k]) ? sum_dim(d[a].v, t->dims[k].v)
 					: n->nargs == 1 ? t->dims[k] : UNK;
 			else if (!known(d[k]) && !d[k].sym)
 				d[k] = t->dims[k];
@@ -613,7 +643,7 @@ static Type *infer_gather_nd(Infer *I, const Node *n, const Type *x, const Type 
 	if (!shaped(x) || !shaped(idx) || idx->rank < 1 || !known(idx->dims[idx->rank - 1]))
 		return mk(I, dt, -1, NULL);
 	int64_t last = idx->dims[idx->rank - 1].v;
-	if (b < 0 || b + last > x->rank)
+	if (b < 0 || last > x->rank || b > x->rank - last)
 		return mk(I, dt, -1, NULL);
 	Dim d[MAXR];
 	int32_t r = 0;
@@ -829,7 +859,7 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			int64_t qh = kw_int_or(n, "q_num_heads", 0), kh = kw_int_or(n, "kv_num_heads", 0);
 			d[0] = x->dims[0], d[1] = x->dims[1];
 			d[2] = qh > 0 && kh > 0 && known(v->dims[2]) && v->dims[2].v % kh == 0
-				? stat(qh * (v->dims[2].v / kh)) : UNK;
+				? prod_dim(qh, v->dims[2].v / kh) : UNK;
 			out[0] = mk(I, dx, 3, d);
 		} else {
 			out[0] = mk(I, dx, -1, NULL);
@@ -946,7 +976,7 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			return;
 		}
 		for (int32_t i = 0; i < x->rank; i++)
-			d[i] = iv[i] == 1 ? x->dims[i] : known(x->dims[i]) ? stat(x->dims[i].v * iv[i]) : UNK;
+			d[i] = iv[i] == 1 ? x->dims[i] : known(x->dims[i]) ? prod_dim(x->dims[i].v, iv[i]) : UNK;
 		out[0] = mk(I, dx, x->rank, d);
 		return;
 	}
@@ -1014,8 +1044,8 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			DType t = (DType)ts->type->dtype;
 			double s = tensor_get_f(t, ts->data, 0), l = tensor_get_f(t, tl->data, 0),
 				dl = tensor_get_f(t, td->data, 0);
-			if (dl != 0) {
-				double k = (l - s) / dl;
+			double k = dl != 0 ? (l - s) / dl : 0;
+			if (dl != 0 && k == k && k < 1e18) {
 				int64_t c = k > 0 ? (int64_t)k + ((double)(int64_t)k < k) : 0;
 				len = stat(c);
 			}
@@ -1068,8 +1098,11 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			for (int i = 0; i < na; i++) {
 				if (!norm_axis(ax[i], x->rank, &a))
 					return;
-				d[a] = known(d[a]) ? stat(d[a].v + p[i] + p[i + na])
-					: p[i] == 0 && p[i + na] == 0 ? d[a] : UNK;
+				int64_t both;
+				if (__builtin_add_overflow(p[i], p[i + na], &both))
+					d[a] = UNK;
+				else
+					d[a] = known(d[a]) ? sum_dim(d[a].v, both) : p[i] == 0 && p[i + na] == 0 ? d[a] : UNK;
 			}
 		}
 		out[0] = mk(I, dx, x->rank, d);
@@ -1090,7 +1123,8 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 		    && dtype_is_float((DType)sc->type->dtype)) {
 			for (int32_t i = 0; i < x->rank; i++) {
 				double f = tensor_get_f((DType)sc->type->dtype, sc->data, (size_t)i);
-				d[i] = f == 1.0 ? x->dims[i] : known(x->dims[i]) ? stat((int64_t)((double)x->dims[i].v * f)) : UNK;
+				double o = known(x->dims[i]) ? (double)x->dims[i].v * f : -1;
+				d[i] = f == 1.0 ? x->dims[i] : o >= 0 && o < 1e18 ? stat((int64_t)o) : UNK;
 			}
 			out[0] = mk(I, dx, x->rank, d);
 			return;
@@ -1130,7 +1164,7 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 	}
 	case OP_ONNX_DepthToSpace: case OP_ONNX_SpaceToDepth: {
 		int64_t b = kw_int_or(n, "blocksize", 0);
-		if (!shaped(x) || x->rank != 4 || b <= 0) {
+		if (!shaped(x) || x->rank != 4 || b <= 0 || b > 1 << 20) {
 			out[0] = mk(I, dx, -1, NULL);
 			return;
 		}
@@ -1140,7 +1174,7 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			Dim v = x->dims[i];
 			int64_t f = i == 1 ? b * b : b;
 			int div = (i == 1) == up;
-			d[i] = !known(v) ? UNK : div ? (v.v % f ? UNK : stat(v.v / f)) : stat(v.v * f);
+			d[i] = !known(v) ? UNK : div ? (v.v % f ? UNK : stat(v.v / f)) : prod_dim(v.v, f);
 		}
 		out[0] = mk(I, dx, 4, d);
 		return;
@@ -1335,7 +1369,7 @@ static void track_vec(Infer *I, const Node *n)
 		int64_t s = kw_int_or(n, "start", 0);
 		s = s < 0 ? s + x->rank : s;
 		s = s < 0 ? 0 : s;
-		if (s + rt->dims[0].v > x->rank)
+		if (rt->dims[0].v > x->rank - s)
 			return;
 		cnt = (int)rt->dims[0].v;
 		for (int i = 0; i < cnt; i++)
@@ -1398,14 +1432,13 @@ static void track_vec(Infer *I, const Node *n)
 			Dim p = d[na == 1 ? 0 : i], q = e[nb == 1 ? 0 : i];
 			o[i] = NOTCONST;
 			if (known(p) && known(q)) {
-				if (n->op == OP_ONNX_Add)
-					o[i] = stat(p.v + q.v);
-				else if (n->op == OP_ONNX_Sub)
-					o[i] = stat(p.v - q.v);
-				else if (n->op == OP_ONNX_Mul)
-					o[i] = stat(p.v * q.v);
-				else if (q.v > 0)
-					o[i] = stat(p.v / q.v);
+				int64_t v;
+				int bad = n->op == OP_ONNX_Add ? __builtin_add_overflow(p.v, q.v, &v)
+					: n->op == OP_ONNX_Sub ? __builtin_sub_overflow(p.v, q.v, &v)
+					: n->op == OP_ONNX_Mul ? __builtin_mul_overflow(p.v, q.v, &v)
+					: q.v > 0 ? (v = p.v / q.v, 0) : 1;
+				if (!bad && v >= 0)
+					o[i] = stat(v);
 			} else if ((n->op == OP_ONNX_Mul || n->op == OP_ONNX_Div) && known(q) && q.v == 1) {
 				o[i] = p;
 			} else if (n->op == OP_ONNX_Mul && known(p) && p.v == 1) {
