@@ -603,14 +603,19 @@ static void infer_split(Infer *I, const Node *n, const Type *x, Type **out)
 	}
 	int64_t sz[MAXR];
 	int ns = n->nres <= MAXR ? ints_attr_or_input(I, n, "split", 1, sz, MAXR) : -1;
+	/* equal parts: num_outputs (opset 18), else one per result */
+	int64_t parts = kw_int_or(n, "num_outputs", n->nres);
 	Dim d[MAXR];
 	memcpy(d, x->dims, sizeof *d * (size_t)x->rank);
 	for (uint32_t i = 0; i < n->nres; i++) {
 		if (ns == (int)n->nres)
 			d[a] = stat(sz[i]);
-		else if (ns < 0 && !operand(n, 1) && known(x->dims[a]) && n->nres) {
-			int64_t k = (x->dims[a].v + n->nres - 1) / n->nres;
-			int64_t rest = x->dims[a].v - k * i;
+		else if (ns < 0 && !operand(n, 1) && known(x->dims[a]) && parts > 0) {
+			int64_t k = x->dims[a].v / parts + (x->dims[a].v % parts != 0);
+			int64_t before, rest;
+			if (__builtin_mul_overflow(k, (int64_t)i, &before))
+				before = INT64_MAX;
+			rest = x->dims[a].v - before;
 			d[a] = stat(rest < 0 ? 0 : rest < k ? rest : k);
 		} else
 			d[a] = UNK;

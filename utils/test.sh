@@ -4,17 +4,18 @@
 #   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
 #                                ONNX conformance, the runtime's kernels on
 #                                ONNX's node tests, decompositions against
-#                                PyTorch, the Python API, end-to-end tests
+#                                PyTorch, the Python API, the exporter's
+#                                contract, end-to-end tests
 #   bash utils/test.sh --quick   build, lit, kernels, decompositions, the
-#                                Python API and end-to-end only
+#                                Python API, the contract and end-to-end only
 #   bash utils/test.sh --fuzz-long[=SECONDS]
 #                                only the fuzz targets, each for SECONDS
 #                                (default 600), under ASan and UBSan
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
-# lit runs, the conformance and kernel suites, the Python API tests and the
-# end-to-end tests.
+# lit runs, the conformance and kernel suites, the Python API and contract
+# tests and the end-to-end tests.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -282,6 +283,11 @@ counted decompositions "rerun with -v -k NAME for the failing program" \
 header "python: test/python/test_api.py"
 counted python "rerun with -v -k NAME for the failing test" \
   env ONNXC="$REPO/build/onnxc" "$PY" test/python/test_api.py
+
+# ---- 6c. the exporter's contract ----
+header "contract: test/contract/run_contract.py"
+counted contract "rerun with -v -k NAME for the failing test" \
+  env ONNXC="$REPO/build/onnxc" "$PY" test/contract/run_contract.py
 
 # ---- 7. end-to-end ----
 header "e2e: test/e2e/run_e2e.py"
