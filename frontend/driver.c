@@ -417,6 +417,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 			report_stage(o->report, report_stage_of_pass(p->name), failed ? STAGE_FAILED : STAGE_OK, NULL);
 		if (failed)
 			return 1;
+		infer_module(m, WALK_PROGRAM);
 		if (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))
 			dump(m, "After", p->name);
 		if (o->verify_each && verify_module(m)) {

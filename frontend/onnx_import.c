@@ -1090,6 +1090,8 @@ Module *onnx_import_buffer(const char *name, const void *data, size_t size)
 		module_free(imp.m);
 		return NULL;
 	}
+	/* value_info is optional: what it leaves out is inferred. */
+	infer_module(imp.m, WALK_GRAPHS);
 	return imp.m;
 }
 

@@ -635,6 +635,23 @@ void print_value_name(FILE *out, const Module *m, ValueId v);
  * (overlong forms, surrogates and code points past U+10FFFF included). */
 size_t utf8_len(const unsigned char *s, const unsigned char *end);
 
+/* ---- infer.c: types of ONNX ops' results ---------------------------------- */
+/* The types of n's results that follow from its operands' types, its
+ * attributes and its constant operands: out[i] (n->nres slots), NULL where
+ * nothing is known; a dim that cannot be derived is unknown.  Only ONNX
+ * ops of the registry; types live in m's arena. */
+void infer_node(Module *m, const Node *n, Type **out);
+/* Gives every untyped result of an ONNX node in `what` (WALK_GRAPHS: the
+ * graphs and their subgraphs; WALK_FUNCS: function bodies) its inferred
+ * type, in one walk in node order; written types are kept.  Returns how
+ * many values it typed.  Run after every pass (WALK_PROGRAM) and after
+ * importing an .onnx model (WALK_GRAPHS: a function body read back is
+ * left as written, so a model survives import and export unchanged). */
+uint32_t infer_module(Module *m, unsigned what);
+/* A written type and an inferred one cannot describe the same tensor:
+ * different dtypes, ranks, or static sizes of one dim. */
+int infer_conflict(const Type *written, const Type *inferred);
+
 /* ---- verifier.c --------------------------------------------------------- */
 /* Reports every problem through diag; returns the number of errors. */
 int verify_module(Module *m);

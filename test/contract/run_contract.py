@@ -40,24 +40,9 @@ dims = test_api.dims
 
 # -- the seed documents' models ------------------------------------------------
 
-class MLPModel(nn.Module):
-    """torch-export-onnx-exporter-docs.md, "A simple example"."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc0 = nn.Linear(8, 8, bias=True)
-        self.fc1 = nn.Linear(8, 4, bias=True)
-        self.fc2 = nn.Linear(4, 2, bias=True)
-        self.fc3 = nn.Linear(2, 2, bias=True)
-        self.fc_combined = nn.Linear(8 + 8 + 8, 8, bias=True)
-
-    def forward(self, tensor_x, input_dict, input_list):
-        h = torch.cat([tensor_x, input_dict["tensor_x"], input_list[0]], dim=1)
-        h = torch.sigmoid(self.fc_combined(h))
-        h = torch.sigmoid(self.fc0(h))
-        h = torch.sigmoid(self.fc1(h))
-        h = torch.sigmoid(self.fc2(h))
-        return self.fc3(h)
+# torch-export-onnx-exporter-docs.md, "A simple example" (also bundled as
+# examples/dynamic_mlp.fxir).
+MLPModel = make_examples.DynamicMLP
 
 
 class SimpleModel(make_examples.SimpleModel):
