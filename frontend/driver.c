@@ -60,7 +60,8 @@ static const char usage_text[] =
 	"Passes:\n"
 	"  -O0, -O1, -O2            optimization level (default -O1); see -list-passes\n"
 	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
-	"                           (-passes= runs none)\n"
+	"                           (-passes= runs none; a,[b,c],d repeats b,c while\n"
+	"                           they change the node count, up to 4 rounds)\n"
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
 	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
 	"                           fold only what does not grow the model)\n"
@@ -342,8 +343,11 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline };
+	uint32_t round = 0, round_start = 0;   /* the bracketed group (passes.h) */
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
+		if (i == pl->loop_first && pl->loop_end)
+			round_start = module_node_count(m);
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		double t0 = now();
@@ -369,6 +373,8 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 				report_stage(o->report, report_stage_of_pass(p->name), STAGE_FAILED, NULL);
 			return 1;
 		}
+		if (i + 1 == pl->loop_end && ++round < PIPELINE_MAX_ROUNDS && module_node_count(m) != round_start)
+			i = pl->loop_first - 1;
 	}
 	return 0;
 }
@@ -692,7 +698,10 @@ int main(int argc, char **argv)
 	Pipeline pl;
 	if (pipeline_parse(ps, &pl, &bad, &badlen) != OK) {
 		char msg[200];
-		snprintf(msg, sizeof msg, "unknown pass '%.*s' (see -list-passes)", (int)badlen, bad);
+		if (memchr(bad, '[', badlen) || memchr(bad, ']', badlen) || pass_lookup(bad, badlen))
+			snprintf(msg, sizeof msg, "'%.*s': one group of passes in brackets is allowed, closed before the end", (int)badlen, bad);
+		else
+			snprintf(msg, sizeof msg, "unknown pass '%.*s' (see -list-passes)", (int)badlen, bad);
 		usage_error("%s", msg);
 	}
 	const char *named[] = { o.print_after, o.print_before };
