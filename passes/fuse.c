@@ -371,6 +371,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_norm(f, v->g, n);
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
 			fuse_gelu(f, n);
+		if (op == OP_ONNX_MatMul && n->nargs == 2)
+			fuse_attention(f, v->g, n);
 	}
 	return OK;
 }

@@ -1,5 +1,5 @@
 /* fuse.h - what the files of the fuse pass share (fuse.c runs the walk;
- * fuse_norm.c and fuse_gelu.c hold fusion families). */
+ * fuse_norm.c, fuse_gelu.c and fuse_attention.c hold fusion families). */
 #ifndef ONNXC_FUSE_H
 #define ONNXC_FUSE_H
 
@@ -41,5 +41,6 @@ static inline Arg fuse_value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.
  * and rewrites it in place, or leaves it. */
 void fuse_norm(Fuse *f, Graph *g, Node *n);        /* fuse_norm.c */
 void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
+void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
 
 #endif

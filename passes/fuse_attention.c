@@ -1,0 +1,180 @@
+/* fuse_attention.c - scaled dot-product attention written out becomes
+ * onnx::Attention (opset >= 23).
+ *
+ *   MatMul(Softmax(mask(scale(MatMul(q, Transpose(k, swap last two)))), axis=-1), v)
+ *       -> Attention(q, k, v[, m], scale = c)
+ *
+ *   scale(s): Mul(s, c) or Mul(c, s) (c a scalar constant), Div(s, d)
+ *             (c = 1/d), or s itself (c = 1);
+ *   mask(s):  Where(b, -inf, s) with b a bool constant (m = not b, a new
+ *             constant), Where(b, s, -inf) (m = b), Add(s, f) or Add(f, s)
+ *             with f floating (m = f), or s itself (no m).
+ *
+ * Legal only where Attention computes the same: q [B, H, L, E], k [B, H,
+ * S, E], v [B, H, S, Ev] (4-D: the batch and head dims equal, nothing
+ * broadcast by the MatMuls) or the same without H (3-D: Attention reads
+ * [B, L, E] with q_num_heads = kv_num_heads = 1, written out); static
+ * shapes, one floating dtype; the mask adds or selects nothing beyond s's
+ * shape, and has rank <= 2 for 3-D inputs (a 3-D mask would broadcast
+ * against Attention's head dim; leading 1s are dropped from a constant
+ * one).  Every node of the pattern but the mask feeds nothing else.
+ * Attention then computes softmax(q k^T * scale + bias) v with bias 0 where
+ * a bool mask is true and -inf where it is false, or the float mask, which
+ * is the pattern.  The Attention replaces the last MatMul in place
+ * (result, name, scope, location); the rest is left for dce. */
+#include <math.h>
+#include "fuse.h"
+
+/* t is a Transpose swapping the last two of its rank dims. */
+static int swaps_last_two(const Node *t, int32_t rank)
+{
+	const Named *p = node_kw(t, S_perm);
+	if (!p || p->val.kind != A_LIST || p->val.n != (uint32_t)rank)
+		return 0;
+	for (int32_t i = 0; i < rank; i++) {
+		int64_t want = i < rank - 2 ? i : i == rank - 2 ? rank - 1 : rank - 2;
+		if (p->val.u.list[i].kind != A_INT || p->val.u.list[i].u.i != want)
+			return 0;
+	}
+	return 1;
+}
+
+static int is_neg_inf(const Fuse *f, ValueId v)
+{
+	double x;
+	return fuse_scalar(f, v, &x) && isinf(x) && x < 0;
+}
+
+/* The dims of q, k and v fit one Attention: [B, (H,) L, E], [.., S, E],
+ * [.., S, Ev], batch (and head) dims equal, one floating dtype. */
+static int qkv_ok(const Type *q, const Type *k, const Type *v)
+{
+	if (!q || !k || !v || (q->rank != 3 && q->rank != 4) || k->rank != q->rank || v->rank != q->rank ||
+	    !dtype_is_float((DType)q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+		return 0;
+	int32_t r = q->rank;
+	for (int32_t i = 0; i < r - 2; i++)
+		if (k->dims[i].v != q->dims[i].v || v->dims[i].v != q->dims[i].v)
+			return 0;
+	return k->dims[r - 1].v == q->dims[r - 1].v && v->dims[r - 2].v == k->dims[r - 2].v;
+}
+
+/* Which operand of Add(x, y) holds the scores: the one a scale or the
+ * MatMul makes (the first if both). */
+static uint32_t scores_side(const Fuse *f, const Node *add)
+{
+	const Node *d = def_of(f->m, operand(add, 0));
+	return d && (d->op == OP_ONNX_Mul || d->op == OP_ONNX_Div || d->op == OP_ONNX_MatMul) ? 0 : 1;
+}
+
+/* The attention mask from the node between the scores and the Softmax:
+ * *m (VNONE: no mask) and the scores into *s; 0 if the node is a mask of
+ * none of the forms.  A bool mask that selected -inf is negated, and a
+ * 3-D attention's mask stripped of leading 1s, into a new constant. */
+static int match_mask(Fuse *f, Graph *g, ValueId in, int32_t rank, ValueId *s, ValueId *m)
+{
+	Node *n = def_of(f->m, in);
+	*m = VNONE;
+	*s = in;
+	if (!n || n->domain != S_onnx || n->nres != 1 || (n->op != OP_ONNX_Where && n->op != OP_ONNX_Add))
+		return 1;
+	ValueId mv = operand(n, 0);
+	int negate = 0;
+	if (n->op == OP_ONNX_Add) {
+		uint32_t side = scores_side(f, n);
+		*s = operand(n, side);
+		mv = operand(n, 1 - side);
+	} else if (is_neg_inf(f, operand(n, 1))) {
+		*s = operand(n, 2);
+		negate = 1;
+	} else if (is_neg_inf(f, operand(n, 2))) {
+		*s = operand(n, 1);
+	} else {
+		return 0;
+	}
+	const Type *tn = fuse_static_type(f, in), *tm = fuse_static_type(f, mv);
+	if (!tn || !tm || !fuse_one_use(f, in) || !type_equal(fuse_static_type(f, *s), tn) ||
+	    (n->op == OP_ONNX_Add ? tm->dtype != tn->dtype : tm->dtype != DT_BOOL))
+		return 0;
+	int32_t lead = 0;
+	while (rank == 3 && tm->rank - lead > 2 && tm->dims[lead].v == 1)
+		lead++;
+	if (rank == 3 && tm->rank - lead > 2)
+		return 0;
+	if (!negate && !lead) {
+		*m = mv;
+		return 1;
+	}
+	const Tensor *t = const_tensor(f->m, mv);
+	RTensor *r = t && t->data ? rt_from_ir(n->loc, t) : NULL;
+	RTensor *out = r ? rt_new(n->loc, r->dtype, tm->rank - lead, r->shape + lead) : NULL;
+	for (int64_t i = 0; out && i < out->numel; i++) {
+		if (negate)
+			rt_set_i(out, i, !rt_get_i(r, i));
+		else
+			rt_set_f(out, i, rt_get_f(r, i));
+	}
+	if (out)
+		*m = fuse_new_const(f, g, out, in, "_mask");
+	rt_free(r);
+	rt_free(out);
+	return *m != VNONE;
+}
+
+/* in = Mul(s, c), Mul(c, s), Div(s, d) or s: the scale into *c, s into *s. */
+static void match_scale(const Fuse *f, ValueId in, ValueId *s, double *c)
+{
+	Node *n = def_of(f->m, in);
+	*s = in;
+	*c = 1.0;
+	if (!n || n->domain != S_onnx || n->nres != 1 || !fuse_one_use(f, in))
+		return;
+	double d;
+	for (uint32_t side = 0; n->op == OP_ONNX_Mul && side < 2; side++)
+		if (fuse_scalar(f, operand(n, 1 - side), c)) {
+			*s = operand(n, side);
+			return;
+		}
+	if (n->op == OP_ONNX_Div && fuse_scalar(f, operand(n, 1), &d) && d != 0) {
+		*s = operand(n, 0);
+		*c = 1.0 / d;
+	}
+}
+
+void fuse_attention(Fuse *f, Graph *g, Node *n)
+{
+	if (f->opset < 23)
+		return;
+	Node *sm = match_operand(f->m, n, 0, OP_ONNX_Softmax);
+	const Type *tp = sm ? fuse_static_type(f, sm->res[0]) : NULL;
+	const Named *ax = sm ? node_kw(sm, S_axis) : NULL;
+	if (!tp || !fuse_one_use(f, sm->res[0]) || !ax || ax->val.kind != A_INT ||
+	    (ax->val.u.i != -1 && ax->val.u.i != tp->rank - 1))
+		return;
+	ValueId scaled, v = operand(n, 1), qk, m;
+	double scale;
+	if (!match_mask(f, g, operand(sm, 0), tp->rank, &scaled, &m))
+		return;
+	match_scale(f, scaled, &qk, &scale);
+	Node *mm = match_op(f->m, qk, OP_ONNX_MatMul);
+	Node *tr = mm ? match_operand(f->m, mm, 1, OP_ONNX_Transpose) : NULL;
+	if (!tr || !fuse_one_use(f, qk) || !fuse_one_use(f, tr->res[0]) || !swaps_last_two(tr, tp->rank))
+		return;
+	ValueId q = operand(mm, 0), k = operand(tr, 0);
+	const Type *tq = fuse_static_type(f, q);
+	if (!qkv_ok(tq, fuse_static_type(f, k), fuse_static_type(f, v)) || !isfinite(scale))
+		return;
+	uint32_t nkw = tq->rank == 3 ? 3 : 1;
+	f->uses[sm->res[0]]--;
+	fuse_set_op(f, n, OP_ONNX_Attention, m ? 4 : 3, nkw);
+	n->args[0] = fuse_value_arg(q);
+	n->args[1] = fuse_value_arg(k);
+	n->args[2] = fuse_value_arg(v);
+	if (m)
+		n->args[3] = fuse_value_arg(m);
+	n->kw[0] = (Named){ sym_cstr("scale"), { .kind = A_FLOAT, .u.f = scale } };
+	if (nkw == 3) {
+		n->kw[1] = (Named){ sym_cstr("q_num_heads"), { .kind = A_INT, .u.i = 1 } };
+		n->kw[2] = (Named){ sym_cstr("kv_num_heads"), { .kind = A_INT, .u.i = 1 } };
+	}
+}
