@@ -12,6 +12,10 @@
  *                                                -> Add(MatMul(x, w), c)
  *       x of static shape [d..., K] (rank >= 3), a plain Gemm (no
  *       attributes), both Reshapes feeding nothing else, c along N.
+ *   Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n])
+ *                                                -> MatMul(a, b)
+ *       a [d..., m, k], b [d..., k, n] of static shapes, the same d,
+ *       N = prod(d); the MatMul and both Reshapes feeding nothing else.
  *   BatchNormalization(Conv(x, W, B), scale, bias, mean, var)  (inference)
  *                                                -> Conv(x, W', B')
  *       W, B and the four statistics constants (params, buffers, consts)
@@ -352,6 +356,50 @@ static void fuse_flat_linear(Fuse *f, Node *r2)
 	f->uses[gm->res[0]]--;
 }
 
+/* ta [d..., m, k] and tb [d..., k, n] (the same leading dims, nothing
+ * broadcast) multiply to ty [d..., m, n] as flattened to [N, m, k] and
+ * [N, k, n] in tfa and tfb, N the product of d. */
+static int flat_bmm_shapes(const Type *ta, const Type *tb, const Type *ty, const Type *tfa, const Type *tfb)
+{
+	if (!ta || !tb || !ty || !tfa || !tfb || ta->rank < 3 || tb->rank != ta->rank || ty->rank != ta->rank ||
+	    tfa->rank != 3 || tfb->rank != 3 || !is_float(ta) || tb->dtype != ta->dtype || ty->dtype != ta->dtype)
+		return 0;
+	int32_t r = ta->rank;
+	int64_t n = 1;
+	for (int32_t i = 0; i < r - 2; i++) {
+		if (tb->dims[i].v != ta->dims[i].v || ty->dims[i].v != ta->dims[i].v)
+			return 0;
+		n *= ta->dims[i].v;
+	}
+	int64_t m = ta->dims[r - 2].v, k = ta->dims[r - 1].v, nn = tb->dims[r - 1].v;
+	return tb->dims[r - 2].v == k && ty->dims[r - 2].v == m && ty->dims[r - 1].v == nn &&
+	       tfa->dims[0].v == n && tfa->dims[1].v == m && tfa->dims[2].v == k &&
+	       tfb->dims[0].v == n && tfb->dims[1].v == k && tfb->dims[2].v == nn;
+}
+
+/* y = Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n]),
+ * the way a batched matmul over several leading dims is traced (view to
+ * 3-D, bmm, view back), becomes MatMul(a, b): MatMul batches over all the
+ * leading dims itself.  The MatMul takes y's place (result, name,
+ * provenance); the rest is left for dce. */
+static void fuse_flat_bmm(Fuse *f, Node *r2)
+{
+	Node *mm = match_operand(f->m, r2, 0, OP_ONNX_MatMul);
+	if (!mm || !fuse_one_use(f, mm->res[0]))
+		return;
+	Node *ra = match_operand(f->m, mm, 0, OP_ONNX_Reshape), *rb = match_operand(f->m, mm, 1, OP_ONNX_Reshape);
+	if (!ra || !rb || !fuse_one_use(f, ra->res[0]) || !fuse_one_use(f, rb->res[0]))
+		return;
+	ValueId a = operand(ra, 0), b = operand(rb, 0);
+	if (!flat_bmm_shapes(fuse_static_type(f, a), fuse_static_type(f, b), fuse_static_type(f, r2->res[0]),
+			     fuse_static_type(f, ra->res[0]), fuse_static_type(f, rb->res[0])))
+		return;
+	f->uses[mm->res[0]]--;
+	fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
+	r2->args[0] = fuse_value_arg(a);
+	r2->args[1] = fuse_value_arg(b);
+}
+
 static Status fuse_graph(const GraphVisit *v, void *ctx)
 {
 	Fuse *f = ctx;
@@ -367,6 +415,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_conv_bn(f, v->g, n);
 		else if (op == OP_ONNX_Reshape && n->nargs == 2)
 			fuse_flat_linear(f, n);
+		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_flat_bmm(f, n);
 		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
 			fuse_norm(f, v->g, n);
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
