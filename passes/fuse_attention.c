@@ -25,18 +25,51 @@
 #include <math.h>
 #include "fuse.h"
 
-/* t is a Transpose swapping the last two of its rank dims. */
-static int swaps_last_two(const Node *t, int32_t rank)
+/* t = Transpose(x, p) with p a permutation of rank dims: p with its last
+ * two entries swapped into p1 (Transpose(x, p) is k^T for k =
+ * Transpose(x, p1)); 1 if p1 is the identity (k is x).  -1 if p is not a
+ * permutation of rank dims. */
+static int key_perm(const Node *t, int32_t rank, int64_t *p1)
 {
 	const Named *p = node_kw(t, S_perm);
-	if (!p || p->val.kind != A_LIST || p->val.n != (uint32_t)rank)
-		return 0;
+	uint32_t seen = 0;
+	int ident = 1;
+	if (!p || p->val.kind != A_LIST || p->val.n != (uint32_t)rank || rank > 16)
+		return -1;
 	for (int32_t i = 0; i < rank; i++) {
-		int64_t want = i < rank - 2 ? i : i == rank - 2 ? rank - 1 : rank - 2;
-		if (p->val.u.list[i].kind != A_INT || p->val.u.list[i].u.i != want)
-			return 0;
+		const Arg *e = &p->val.u.list[i < rank - 2 ? i : 2 * rank - 3 - i];
+		if (e->kind != A_INT || e->u.i < 0 || e->u.i >= rank || (seen & (1u << e->u.i)))
+			return -1;
+		seen |= 1u << e->u.i;
+		p1[i] = e->u.i;
+		ident &= p1[i] == i;
 	}
-	return 1;
+	return ident;
+}
+
+/* k = Transpose(x, p1), a new node before n with the provenance of the
+ * Transpose `like` it comes from. */
+static ValueId new_transpose(Fuse *f, Node *n, const Node *like, ValueId x, const int64_t *p1, int32_t rank)
+{
+	const Type *tx = val(f->m, x)->type;
+	Arena *a = &f->m->arena;
+	Node *t = node_new_op(f->m, OP_ONNX_Transpose, 1, 1, 1);
+	Dim *dims = ARENA_ARRAY(a, Dim, rank);
+	Arg *perm = ARENA_ARRAY(a, Arg, rank);
+	for (int32_t i = 0; i < rank; i++) {
+		dims[i] = tx->dims[p1[i]];
+		perm[i] = (Arg){ .kind = A_INT, .u.i = p1[i] };
+	}
+	t->prov = like->prov;
+	t->loc = like->loc;
+	t->args[0] = fuse_value_arg(x);
+	t->kw[0] = (Named){ S_perm, { .kind = A_LIST, .n = (uint32_t)rank, .u.list = perm } };
+	ValueId k = value_new(f->m, value_fresh_name(f->m, val(f->m, like->res[0])->name),
+			      type_tensor(a, (DType)tx->dtype, rank, dims), VK_NODE);
+	val(f->m, k)->def = t;
+	t->res[0] = k;
+	node_insert_before(n->graph, n, t);
+	return k;
 }
 
 static int is_neg_inf(const Fuse *f, ValueId v)
@@ -158,12 +191,24 @@ void fuse_attention(Fuse *f, Graph *g, Node *n)
 	match_scale(f, scaled, &qk, &scale);
 	Node *mm = match_op(f->m, qk, OP_ONNX_MatMul);
 	Node *tr = mm ? match_operand(f->m, mm, 1, OP_ONNX_Transpose) : NULL;
-	if (!tr || !fuse_one_use(f, qk) || !fuse_one_use(f, tr->res[0]) || !swaps_last_two(tr, tp->rank))
+	int64_t p1[16];
+	int ident = tr ? key_perm(tr, tp->rank, p1) : -1;
+	if (ident < 0 || !fuse_one_use(f, qk) || !fuse_one_use(f, tr->res[0]))
 		return;
 	ValueId q = operand(mm, 0), k = operand(tr, 0);
-	const Type *tq = fuse_static_type(f, q);
-	if (!qkv_ok(tq, fuse_static_type(f, k), fuse_static_type(f, v)) || !isfinite(scale))
+	const Type *tq = fuse_static_type(f, q), *tk = fuse_static_type(f, tr->res[0]);
+	if (!tk || !isfinite(scale))
 		return;
+	/* k's dims are the Transpose's with the last two swapped. */
+	Dim kd[16];
+	for (int32_t i = 0; i < tk->rank; i++)
+		kd[i] = tk->dims[i < tk->rank - 2 ? i : 2 * tk->rank - 3 - i];
+	Type kt = *tk;
+	kt.dims = kd;
+	if (!qkv_ok(tq, &kt, fuse_static_type(f, v)))
+		return;
+	if (!ident)
+		k = new_transpose(f, n, tr, k, p1, tp->rank);
 	uint32_t nkw = tq->rank == 3 ? 3 : 1;
 	f->uses[sm->res[0]]--;
 	fuse_set_op(f, n, OP_ONNX_Attention, m ? 4 : 3, nkw);
