@@ -22,8 +22,12 @@
  *       of one floating dtype, the Conv feeding nothing else;
  *       W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + bias[c],
  *       s = scale / sqrt(var + epsilon).
- *       x of static rank >= 3; axes as the input (opset 18) or the
- *       attribute (before).
+ *       The same after a ConvTranspose, whose weight [C, M/group, k...]
+ *       scales along dim 1 within each group (out_channel below).
+ *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
+ *       or the attribute (before).)
+ *   Normalizations, Gelu and attention written out: fuse_norm.c,
+ *   fuse_gelu.c, fuse_attention.c.
  *
  * Why they hold: Gemm computes A * op(B) + C with C broadcast one way to
  * (M, N), which is the MatMul and Add of 2-D operands; transB=1 reads the
@@ -40,7 +44,9 @@
  * One walk over every graph (module_walk); the fused node replaces the last
  * node of the pattern in place, so it keeps that node's result, name and
  * provenance; the nodes it absorbed are left for dce (their one use is
- * gone).  Use counts are computed once: linear time. */
+ * gone).  Use counts are computed once: linear time.  A pattern that only
+ * appears once dce, fold and cse have run over the fused graph fuses in
+ * the next round of -O2's group (passes/registry.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
