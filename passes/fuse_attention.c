@@ -17,7 +17,8 @@
  * shapes, one floating dtype; the mask adds or selects nothing beyond s's
  * shape, and has rank <= 2 for 3-D inputs (a 3-D mask would broadcast
  * against Attention's head dim; leading 1s are dropped from a constant
- * one).  Every node of the pattern but the mask feeds nothing else.
+ * one).  Every node of the pattern but the mask feeds nothing else; the
+ * scale is positive (Attention may scale q and k by its square root).
  * Attention then computes softmax(q k^T * scale + bias) v with bias 0 where
  * a bool mask is true and -inf where it is false, or the float mask, which
  * is the pattern.  The Attention replaces the last MatMul in place
@@ -100,58 +101,61 @@ static uint32_t scores_side(const Fuse *f, const Node *add)
 	return d && (d->op == OP_ONNX_Mul || d->op == OP_ONNX_Div || d->op == OP_ONNX_MatMul) ? 0 : 1;
 }
 
-/* The attention mask from the node between the scores and the Softmax:
- * *m (VNONE: no mask) and the scores into *s; 0 if the node is a mask of
- * none of the forms.  A bool mask that selected -inf is negated, and a
- * 3-D attention's mask stripped of leading 1s, into a new constant. */
-static int match_mask(Fuse *f, Graph *g, ValueId in, int32_t rank, ValueId *s, ValueId *m)
+/* The attention mask found between the scores and the Softmax: the value
+ * (VNONE: none), and whether it must become a new constant, negated (a
+ * bool mask that selected -inf) and without its first `lead` dims. */
+typedef struct Mask { ValueId v; int negate; int32_t lead; } Mask;
+
+/* The mask node at in: *mk and the scores into *s; 0 if in is a mask of
+ * none of the forms (nothing is made yet: see make_mask). */
+static int match_mask(const Fuse *f, ValueId in, int32_t rank, ValueId *s, Mask *mk)
 {
 	Node *n = def_of(f->m, in);
-	*m = VNONE;
+	*mk = (Mask){ VNONE, 0, 0 };
 	*s = in;
 	if (!n || n->domain != S_onnx || n->nres != 1 || (n->op != OP_ONNX_Where && n->op != OP_ONNX_Add))
 		return 1;
-	ValueId mv = operand(n, 0);
-	int negate = 0;
+	mk->v = operand(n, 0);
 	if (n->op == OP_ONNX_Add) {
 		uint32_t side = scores_side(f, n);
 		*s = operand(n, side);
-		mv = operand(n, 1 - side);
+		mk->v = operand(n, 1 - side);
 	} else if (is_neg_inf(f, operand(n, 1))) {
 		*s = operand(n, 2);
-		negate = 1;
+		mk->negate = 1;
 	} else if (is_neg_inf(f, operand(n, 2))) {
 		*s = operand(n, 1);
 	} else {
 		return 0;
 	}
-	const Type *tn = fuse_static_type(f, in), *tm = fuse_static_type(f, mv);
+	const Type *tn = fuse_static_type(f, in), *tm = fuse_static_type(f, mk->v);
 	if (!tn || !tm || !fuse_one_use(f, in) || !type_equal(fuse_static_type(f, *s), tn) ||
 	    (n->op == OP_ONNX_Add ? tm->dtype != tn->dtype : tm->dtype != DT_BOOL))
 		return 0;
-	int32_t lead = 0;
-	while (rank == 3 && tm->rank - lead > 2 && tm->dims[lead].v == 1)
-		lead++;
-	if (rank == 3 && tm->rank - lead > 2)
-		return 0;
-	if (!negate && !lead) {
-		*m = mv;
-		return 1;
-	}
-	const Tensor *t = const_tensor(f->m, mv);
-	RTensor *r = t && t->data ? rt_from_ir(n->loc, t) : NULL;
-	RTensor *out = r ? rt_new(n->loc, r->dtype, tm->rank - lead, r->shape + lead) : NULL;
+	while (rank == 3 && tm->rank - mk->lead > 2 && tm->dims[mk->lead].v == 1)
+		mk->lead++;
+	const Tensor *t = const_tensor(f->m, mk->v);
+	return !(rank == 3 && tm->rank - mk->lead > 2) && (!(mk->negate || mk->lead) || (t && t->data));
+}
+
+/* The mask value Attention takes: mk's value, or a new constant of g made
+ * from it (named after `like`). */
+static ValueId make_mask(Fuse *f, Graph *g, const Mask *mk, ValueId like, Loc loc)
+{
+	if (!mk->v || !(mk->negate || mk->lead))
+		return mk->v;
+	RTensor *r = rt_from_ir(loc, const_tensor(f->m, mk->v));
+	RTensor *out = r ? rt_new(loc, r->dtype, r->rank - mk->lead, r->shape + mk->lead) : NULL;
 	for (int64_t i = 0; out && i < out->numel; i++) {
-		if (negate)
+		if (mk->negate)
 			rt_set_i(out, i, !rt_get_i(r, i));
 		else
 			rt_set_f(out, i, rt_get_f(r, i));
 	}
-	if (out)
-		*m = fuse_new_const(f, g, out, in, "_mask");
+	ValueId m = out ? fuse_new_const(f, g, out, like, "_mask") : VNONE;
 	rt_free(r);
 	rt_free(out);
-	return *m != VNONE;
+	return m;
 }
 
 /* in = Mul(s, c), Mul(c, s), Div(s, d) or s: the scale into *c, s into *s. */
@@ -185,8 +189,9 @@ void fuse_attention(Fuse *f, Graph *g, Node *n)
 	    (ax->val.u.i != -1 && ax->val.u.i != tp->rank - 1))
 		return;
 	ValueId scaled, v = operand(n, 1), qk, m;
+	Mask mk;
 	double scale;
-	if (!match_mask(f, g, operand(sm, 0), tp->rank, &scaled, &m))
+	if (!match_mask(f, operand(sm, 0), tp->rank, &scaled, &mk))
 		return;
 	match_scale(f, scaled, &qk, &scale);
 	Node *mm = match_op(f->m, qk, OP_ONNX_MatMul);
@@ -197,7 +202,7 @@ void fuse_attention(Fuse *f, Graph *g, Node *n)
 		return;
 	ValueId q = operand(mm, 0), k = operand(tr, 0);
 	const Type *tq = fuse_static_type(f, q), *tk = fuse_static_type(f, tr->res[0]);
-	if (!tk || !isfinite(scale))
+	if (!tk || !isfinite(scale) || !(scale > 0))
 		return;
 	/* k's dims are the Transpose's with the last two swapped. */
 	Dim kd[16];
@@ -206,6 +211,8 @@ void fuse_attention(Fuse *f, Graph *g, Node *n)
 	Type kt = *tk;
 	kt.dims = kd;
 	if (!qkv_ok(tq, &kt, fuse_static_type(f, v)))
+		return;
+	if (!(m = make_mask(f, g, &mk, operand(sm, 0), n->loc)) && mk.v)
 		return;
 	if (!ident)
 		k = new_transpose(f, n, tr, k, p1, tp->rank);
