@@ -21,7 +21,7 @@ BatchNorm statistics, same example inputs):
    exporter's and a latency ratio <= 1.00) and, for every model where onnxc
    has more nodes or is slower, the ops whose counts differ most.
 
-    /usr/bin/python3 bench/bench_exporter.py [--models a,b] [--runs N] [--onnxc PATH]
+    /usr/bin/python3 bench/bench_exporter.py [--models a,b] [--runs N] [--onnxc PATH] [--opset N]
 
 `--help` lists the other options.  A model that one side cannot export or
 compile stays in the table with the reason.
@@ -94,9 +94,12 @@ def export_bridge(model, args, dyn, fxir):
     return time.perf_counter() - t0
 
 
+ONNXC_FLAGS = []   # --opset: added to every onnxc run
+
+
 def compile_onnxc(onnxc, fxir, out, level="-O2"):
     t0 = time.perf_counter()
-    p = subprocess.run([onnxc, fxir, level, "-emit=onnx", "-o", out], capture_output=True,
+    p = subprocess.run([onnxc, fxir, level] + ONNXC_FLAGS + ["-emit=onnx", "-o", out], capture_output=True,
                        text=True, timeout=1800, cwd=os.path.dirname(fxir))
     dt = time.perf_counter() - t0
     if p.returncode != 0 or not os.path.exists(out):
@@ -528,7 +531,11 @@ def main():
     ap.add_argument("--keep", metavar="DIR", help="write the files into DIR and keep them")
     ap.add_argument("--save-json", metavar="FILE", help="also write the raw results as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
+    ap.add_argument("--opset", type=int,
+                    help="compile with onnxc -opset=N (the exporter stays at 17)")
     a = ap.parse_args()
+    if a.opset:
+        ONNXC_FLAGS.append("-opset=%d" % a.opset)
     a.onnxc = os.path.abspath(a.onnxc)
     a.slow = {s for s in a.slow.split(",") if s}
     if not os.access(a.onnxc, os.X_OK):

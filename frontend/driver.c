@@ -72,7 +72,8 @@ static const char usage_text[] =
 	"Passes:\n"
 	"  -O0, -O1, -O2            optimization level (default -O1); see -list-passes\n"
 	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
-	"                           (-passes= runs none)\n"
+	"                           (-passes= runs none; a,[b,c],d repeats b,c while\n"
+	"                           they change the node count, up to 4 rounds)\n"
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
 	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
 	"                           fold only what does not grow the model)\n"
@@ -389,9 +390,12 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;
-	uint32_t first = 0, last = 0;
+	uint32_t first = 0, last = 0, ran = 0;
+	uint32_t round = 0, round_start = 0;   /* the bracketed group (passes.h) */
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
+		if (i == pl->loop_first && pl->loop_end)
+			round_start = module_node_count(m);
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		uint32_t before = o->stats || o->time_passes ? module_node_count(m) : 0;
@@ -409,7 +413,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 					(long long)after - (long long)before);
 			total_ms += ms;
 			last = after;
-			if (i == 0)
+			if (ran == 0)
 				first = before;
 		}
 		int failed = st != OK || diag_error_count();
@@ -431,6 +435,9 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 				report_stage(o->report, STAGE_ACCURACY, STAGE_FAILED, p->name);
 			return 1;
 		}
+		ran++;
+		if (i + 1 == pl->loop_end && ++round < PIPELINE_MAX_ROUNDS && module_node_count(m) != round_start)
+			i = pl->loop_first - 1;
 	}
 	if (o->bisector)
 		bisect_end(o->bisector);
@@ -438,7 +445,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 		report_stage(o->report, STAGE_ACCURACY, STAGE_OK, "every pass within the tolerance, -bisect-accuracy");
 	if (o->time_passes && pl->n)
 		fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld), %u passes\n", "total", total_ms, first, last,
-			(long long)last - (long long)first, pl->n);
+			(long long)last - (long long)first, ran);
 	return 0;
 }
 
@@ -776,7 +783,10 @@ int main(int argc, char **argv)
 	Pipeline pl;
 	if (pipeline_parse(ps, &pl, &bad, &badlen) != OK) {
 		char msg[200];
-		snprintf(msg, sizeof msg, "unknown pass '%.*s' (see -list-passes)", (int)badlen, bad);
+		if (memchr(bad, '[', badlen) || memchr(bad, ']', badlen) || pass_lookup(bad, badlen))
+			snprintf(msg, sizeof msg, "'%.*s': one group of passes in brackets is allowed, closed before the end", (int)badlen, bad);
+		else
+			snprintf(msg, sizeof msg, "unknown pass '%.*s' (see -list-passes)", (int)badlen, bad);
 		usage_error("%s", msg);
 	}
 	const char *named[] = { o.print_after, o.print_before };

@@ -12,14 +12,22 @@
  *                                                -> Add(MatMul(x, w), c)
  *       x of static shape [d..., K] (rank >= 3), a plain Gemm (no
  *       attributes), both Reshapes feeding nothing else, c along N.
+ *   Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n])
+ *                                                -> MatMul(a, b)
+ *       a [d..., m, k], b [d..., k, n] of static shapes, the same d,
+ *       N = prod(d); the MatMul and both Reshapes feeding nothing else.
  *   BatchNormalization(Conv(x, W, B), scale, bias, mean, var)  (inference)
  *                                                -> Conv(x, W', B')
  *       W, B and the four statistics constants (params, buffers, consts)
  *       of one floating dtype, the Conv feeding nothing else;
  *       W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + bias[c],
  *       s = scale / sqrt(var + epsilon).
- *       x of static rank >= 3; axes as the input (opset 18) or the
- *       attribute (before).
+ *       The same after a ConvTranspose, whose weight [C, M/group, k...]
+ *       scales along dim 1 within each group (out_channel below).
+ *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
+ *       or the attribute (before).)
+ *   Normalizations, Gelu and attention written out: fuse_norm.c,
+ *   fuse_gelu.c, fuse_attention.c.
  *
  * Why they hold: Gemm computes A * op(B) + C with C broadcast one way to
  * (M, N), which is the MatMul and Add of 2-D operands; transB=1 reads the
@@ -36,20 +44,15 @@
  * One walk over every graph (module_walk); the fused node replaces the last
  * node of the pattern in place, so it keeps that node's result, name and
  * provenance; the nodes it absorbed are left for dce (their one use is
- * gone).  Use counts are computed once: linear time. */
+ * gone).  Use counts are computed once: linear time.  A pattern that only
+ * appears once dce, fold and cse have run over the fused graph fuses in
+ * the next round of -O2's group (passes/registry.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "passes.h"
-#include "runtime.h"
+#include "fuse.h"
 
-typedef struct Fuse {
-	Module *m;
-	uint32_t *uses;
-	RtWeights weights;          /* params and buffers, for Conv + BatchNormalization */
-} Fuse;
-
-static const Type *static_type(const Fuse *f, ValueId v)
+const Type *fuse_static_type(const Fuse *f, ValueId v)
 {
 	const Type *t = v ? val(f->m, v)->type : NULL;
 	if (!t || t->kind != TY_TENSOR || t->rank < 0)
@@ -59,6 +62,8 @@ static const Type *static_type(const Fuse *f, ValueId v)
 			return NULL;
 	return t;
 }
+
+int fuse_one_use(const Fuse *f, ValueId v) { return v && v < f->nuses && one_use(f->uses, v); }
 
 static int is_float(const Type *t) { return t && dtype_is_float((DType)t->dtype); }
 
@@ -78,7 +83,7 @@ static int perm_is_swap(const Node *t)
 	       p->val.u.list[0].u.i == 1 && p->val.u.list[1].u.i == 0;
 }
 
-static void set_args(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
+void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 {
 	n->op = op;
 	n->domain = op_domain(op);
@@ -89,30 +94,28 @@ static void set_args(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 	n->kw = nkw ? ARENA_ARRAY(&f->m->arena, Named, nkw) : NULL;
 }
 
-static Arg value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
-
 /* add = Add(MatMul(a, w'), c) or Add(c, MatMul(a, w')). */
 static void fuse_gemm(Fuse *f, Node *add)
 {
 	for (uint32_t side = 0; side < 2; side++) {
 		Node *mm = match_operand(f->m, add, side, OP_ONNX_MatMul);
 		ValueId c = operand(add, 1 - side);
-		if (!mm || !one_use(f->uses, mm->res[0]))
+		if (!mm || !fuse_one_use(f, mm->res[0]))
 			continue;
 		ValueId a = operand(mm, 0), b = operand(mm, 1);
 		Node *tr = match_op(f->m, b, OP_ONNX_Transpose);
-		int trans = tr && perm_is_swap(tr) && one_use(f->uses, b);
+		int trans = tr && perm_is_swap(tr) && fuse_one_use(f, b);
 		ValueId w = trans ? operand(tr, 0) : b;
-		const Type *ta = static_type(f, a), *tw = static_type(f, w), *tc = static_type(f, c);
+		const Type *ta = fuse_static_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
 		if (!ta || !tw || ta->rank != 2 || tw->rank != 2 || !is_float(ta) || !w || !c)
 			continue;
 		int64_t n = trans ? tw->dims[0].v : tw->dims[1].v;
 		if (!gemm_bias_ok(tc, ta->dims[0].v, n) || tc->dtype != ta->dtype || tw->dtype != ta->dtype)
 			continue;
-		set_args(f, add, OP_ONNX_Gemm, 3, trans);
-		add->args[0] = value_arg(a);
-		add->args[1] = value_arg(w);
-		add->args[2] = value_arg(c);
+		fuse_set_op(f, add, OP_ONNX_Gemm, 3, trans);
+		add->args[0] = fuse_value_arg(a);
+		add->args[1] = fuse_value_arg(w);
+		add->args[2] = fuse_value_arg(c);
 		if (trans)
 			add->kw[0] = (Named){ S_transB, { .kind = A_INT, .u.i = 1 } };
 		f->uses[mm->res[0]]--;
@@ -146,33 +149,41 @@ static int reduce_axes(const Fuse *f, const Node *n, int64_t *ax, uint32_t cap, 
 	return 1;
 }
 
+int fuse_trailing_mean(const Fuse *f, const Node *n, int32_t rank)
+{
+	if (n->op == OP_ONNX_GlobalAveragePool)
+		return rank >= 3 ? rank - 2 : 0;
+	const Named *kd = node_kw(n, S_keepdims);
+	int64_t ax[16];
+	uint32_t cnt = 0, seen = 0;
+	if (n->op != OP_ONNX_ReduceMean || rank < 1 || rank > 16 ||
+	    (kd && ((kd->val.kind != A_INT && kd->val.kind != A_BOOL) || kd->val.u.i != 1)))
+		return 0;
+	if (!reduce_axes(f, n, ax, 16, &cnt) || cnt == 0)
+		return 0;
+	for (uint32_t i = 0; i < cnt; i++) {
+		int64_t a = ax[i] < 0 ? ax[i] + rank : ax[i];
+		if (a < rank - (int64_t)cnt || a >= rank || (seen & (1u << a)))
+			return 0;
+		seen |= 1u << a;
+	}
+	return (int)cnt;
+}
+
 static void fuse_global_pool(Fuse *f, Node *n)
 {
 	ValueId x = operand(n, 0);
-	const Type *t = static_type(f, x);
-	const Named *kd = node_kw(n, S_keepdims);
-	int64_t ax[16];
-	uint32_t cnt = 0;
-	if (!t || t->rank < 3 || !is_float(t) || (kd && ((kd->val.kind != A_INT && kd->val.kind != A_BOOL) || kd->val.u.i != 1)))
+	const Type *t = fuse_static_type(f, x);
+	if (!t || t->rank < 3 || !is_float(t) || fuse_trailing_mean(f, n, t->rank) != t->rank - 2)
 		return;
-	if (!reduce_axes(f, n, ax, 16, &cnt) || cnt != (uint32_t)t->rank - 2)
-		return;
-	uint32_t seen = 0;
-	for (uint32_t i = 0; i < cnt; i++) {
-		int64_t a = ax[i] < 0 ? ax[i] + t->rank : ax[i];
-		if (a < 2 || a >= t->rank || (seen & (1u << a)))
-			return;
-		seen |= 1u << a;
-	}
 	ValueId axes_in = operand(n, 1);
 	if (axes_in)
 		f->uses[axes_in]--;
-	set_args(f, n, OP_ONNX_GlobalAveragePool, 1, 0);
-	n->args[0] = value_arg(x);
+	fuse_set_op(f, n, OP_ONNX_GlobalAveragePool, 1, 0);
+	n->args[0] = fuse_value_arg(x);
 }
 
-/* A new `const` value of g holding r, named after `like`. */
-static ValueId new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
+ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
 {
 	Arena *a = &f->m->arena;
 	char buf[300];
@@ -191,12 +202,27 @@ static ValueId new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, cons
 	return v;
 }
 
-static double attr_float(const Node *n, Sym name, double dflt)
+double fuse_attr_float(const Node *n, Sym name, double dflt)
 {
 	const Named *k = node_kw(n, name);
 	if (k && k->val.kind == A_FLOAT)
 		return k->val.u.f;
 	return k && k->val.kind == A_INT ? (double)k->val.u.i : dflt;
+}
+
+int fuse_scalar(const Fuse *f, ValueId v, double *x)
+{
+	const Tensor *t = const_tensor(f->m, v);
+	if (!t || !t->type || type_numel(t->type) != 1 || !t->data || !dtype_is_float((DType)t->type->dtype))
+		return 0;
+	*x = tensor_get_f((DType)t->type->dtype, t->data, 0);
+	return 1;
+}
+
+int fuse_scalar_near(const Fuse *f, ValueId v, double x)
+{
+	double c;
+	return fuse_scalar(f, v, &c) && fabs(c - x) <= 1e-6 * fabs(x);
 }
 
 /* The BatchNormalization statistics, each of M elements of W's dtype. */
@@ -208,16 +234,36 @@ static int stats_ok(RTensor *const *st, const RTensor *w, int64_t m)
 	return 1;
 }
 
-/* W' and B' into w and b (b made if the Conv had none). */
-static void scale_weights(RTensor *w, RTensor *b, RTensor *const *st, double eps)
+/* The output channel weight element e scales with: W is [M, C/group,
+ * k...] for a Conv (the channel is dim 0) and [C, M/group, k...] for a
+ * ConvTranspose, whose channel is dim 1 within group e's input channel
+ * belongs to. */
+static int64_t out_channel(const RTensor *w, int64_t e, int transposed, int64_t group)
 {
-	int64_t m = w->shape[0], per = w->numel / m;
-	for (int64_t c = 0; c < m; c++) {
+	int64_t per = w->numel / w->shape[0];
+	if (!transposed)
+		return e / per;
+	int64_t k = per / w->shape[1], cin = e / per, j = e / k % w->shape[1];
+	return cin / (w->shape[0] / group) * w->shape[1] + j;
+}
+
+/* W' and B' into w and b (b made if the node had none); m channels. */
+static void scale_weights(RTensor *w, RTensor *b, RTensor *const *st, double eps, int transposed, int64_t group)
+{
+	for (int64_t e = 0; e < w->numel; e++) {
+		int64_t c = out_channel(w, e, transposed, group);
+		rt_set_f(w, e, rt_get_f(w, e) * rt_get_f(st[0], c) / sqrt(rt_get_f(st[3], c) + eps));
+	}
+	for (int64_t c = 0; c < b->numel; c++) {
 		double sc = rt_get_f(st[0], c) / sqrt(rt_get_f(st[3], c) + eps);
-		for (int64_t k = 0; k < per; k++)
-			rt_set_f(w, c * per + k, rt_get_f(w, c * per + k) * sc);
 		rt_set_f(b, c, (rt_get_f(b, c) - rt_get_f(st[2], c)) * sc + rt_get_f(st[1], c));
 	}
+}
+
+static int64_t attr_int(const Node *n, const char *name, int64_t dflt)
+{
+	const Named *k = node_kw(n, sym_cstr(name));
+	return k && (k->val.kind == A_INT || k->val.kind == A_BOOL) ? k->val.u.i : k ? -1 : dflt;
 }
 
 static int is_inference_bn(const Node *bn)
@@ -229,7 +275,9 @@ static int is_inference_bn(const Node *bn)
 static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 {
 	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
-	if (!conv || !is_inference_bn(bn) || !one_use(f->uses, conv->res[0]) || conv->nargs < 2)
+	int tr = !conv && (conv = match_operand(f->m, bn, 0, OP_ONNX_ConvTranspose)) != NULL;
+	int64_t group = conv ? attr_int(conv, "group", 1) : 0;
+	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
 		return;
 	diag_mute(1);
 	RTensor *w = rt_value_tensor(&f->weights, operand(conv, 1));
@@ -238,19 +286,20 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 	for (int i = 0; i < 4; i++)
 		st[i] = rt_value_tensor(&f->weights, operand(bn, 1 + (uint32_t)i));
 	int ok = diag_mute(0) == 0 && w && w->rank >= 2 && dtype_is_float(w->dtype) && (operand(conv, 2) == VNONE || b);
-	ok = ok && stats_ok(st, w, w->shape[0]) && (!b || (b->dtype == w->dtype && b->numel == w->shape[0]));
+	int64_t m = !ok ? 0 : tr ? w->shape[1] * group : w->shape[0];
+	ok = ok && (!tr || w->shape[0] % group == 0) && stats_ok(st, w, m) && (!b || (b->dtype == w->dtype && b->numel == m));
 	if (ok && !b)
-		b = rt_new(conv->loc, w->dtype, 1, &w->shape[0]);
+		b = rt_new(conv->loc, w->dtype, 1, &m);
 	if (ok && b) {
-		scale_weights(w, b, st, attr_float(bn, S_epsilon, 1e-5));
+		scale_weights(w, b, st, fuse_attr_float(bn, S_epsilon, 1e-5), tr, group);
 		ValueId x = operand(conv, 0);
-		ValueId nw = new_const(f, g, w, operand(conv, 1), "_bn"), nb = new_const(f, g, b, operand(bn, 2), "_bn");
+		ValueId nw = fuse_new_const(f, g, w, operand(conv, 1), "_bn"), nb = fuse_new_const(f, g, b, operand(bn, 2), "_bn");
 		const Named *kw = conv->kw;
 		uint32_t nkw = conv->nkw;
-		set_args(f, bn, OP_ONNX_Conv, 3, nkw);
-		bn->args[0] = value_arg(x);
-		bn->args[1] = value_arg(nw);
-		bn->args[2] = value_arg(nb);
+		fuse_set_op(f, bn, conv->op, 3, nkw);
+		bn->args[0] = fuse_value_arg(x);
+		bn->args[1] = fuse_value_arg(nw);
+		bn->args[2] = fuse_value_arg(nb);
 		if (nkw)
 			memcpy(bn->kw, kw, nkw * sizeof *kw);
 		f->uses[conv->res[0]]--;
@@ -288,29 +337,73 @@ static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, co
 static void fuse_flat_linear(Fuse *f, Node *r2)
 {
 	Node *gm = match_operand(f->m, r2, 0, OP_ONNX_Gemm);
-	if (!gm || gm->nargs != 3 || gm->nkw || !one_use(f->uses, gm->res[0]))
+	if (!gm || gm->nargs != 3 || gm->nkw || !fuse_one_use(f, gm->res[0]))
 		return;
 	Node *r1 = match_operand(f->m, gm, 0, OP_ONNX_Reshape);
-	if (!r1 || !one_use(f->uses, r1->res[0]))
+	if (!r1 || !fuse_one_use(f, r1->res[0]))
 		return;
 	ValueId x = operand(r1, 0), w = operand(gm, 1), c = operand(gm, 2), y = r2->res[0];
-	const Type *ty = static_type(f, y);
-	if (!flat_linear_shapes(static_type(f, x), ty, static_type(f, w), static_type(f, c)))
+	const Type *ty = fuse_static_type(f, y);
+	if (!flat_linear_shapes(fuse_static_type(f, x), ty, fuse_static_type(f, w), fuse_static_type(f, c)))
 		return;
 	Node *mm = node_new_op(f->m, OP_ONNX_MatMul, 1, 2, 0);
 	mm->prov = gm->prov;
 	mm->loc = gm->loc;
-	mm->args[0] = value_arg(x);
-	mm->args[1] = value_arg(w);
+	mm->args[0] = fuse_value_arg(x);
+	mm->args[1] = fuse_value_arg(w);
 	ValueId mr = value_new(f->m, value_fresh_name(f->m, val(f->m, gm->res[0])->name),
 			       type_tensor(&f->m->arena, (DType)ty->dtype, ty->rank, ty->dims), VK_NODE);
 	val(f->m, mr)->def = mm;
 	mm->res[0] = mr;
 	node_insert_before(r2->graph, r2, mm);
-	set_args(f, r2, OP_ONNX_Add, 2, 0);
-	r2->args[0] = value_arg(mr);
-	r2->args[1] = value_arg(c);
+	fuse_set_op(f, r2, OP_ONNX_Add, 2, 0);
+	r2->args[0] = fuse_value_arg(mr);
+	r2->args[1] = fuse_value_arg(c);
 	f->uses[gm->res[0]]--;
+}
+
+/* ta [d..., m, k] and tb [d..., k, n] (the same leading dims, nothing
+ * broadcast) multiply to ty [d..., m, n] as flattened to [N, m, k] and
+ * [N, k, n] in tfa and tfb, N the product of d. */
+static int flat_bmm_shapes(const Type *ta, const Type *tb, const Type *ty, const Type *tfa, const Type *tfb)
+{
+	if (!ta || !tb || !ty || !tfa || !tfb || ta->rank < 3 || tb->rank != ta->rank || ty->rank != ta->rank ||
+	    tfa->rank != 3 || tfb->rank != 3 || !is_float(ta) || tb->dtype != ta->dtype || ty->dtype != ta->dtype)
+		return 0;
+	int32_t r = ta->rank;
+	int64_t n = 1;
+	for (int32_t i = 0; i < r - 2; i++) {
+		if (tb->dims[i].v != ta->dims[i].v || ty->dims[i].v != ta->dims[i].v)
+			return 0;
+		n *= ta->dims[i].v;
+	}
+	int64_t m = ta->dims[r - 2].v, k = ta->dims[r - 1].v, nn = tb->dims[r - 1].v;
+	return tb->dims[r - 2].v == k && ty->dims[r - 2].v == m && ty->dims[r - 1].v == nn &&
+	       tfa->dims[0].v == n && tfa->dims[1].v == m && tfa->dims[2].v == k &&
+	       tfb->dims[0].v == n && tfb->dims[1].v == k && tfb->dims[2].v == nn;
+}
+
+/* y = Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n]),
+ * the way a batched matmul over several leading dims is traced (view to
+ * 3-D, bmm, view back), becomes MatMul(a, b): MatMul batches over all the
+ * leading dims itself.  The MatMul takes y's place (result, name,
+ * provenance); the rest is left for dce. */
+static void fuse_flat_bmm(Fuse *f, Node *r2)
+{
+	Node *mm = match_operand(f->m, r2, 0, OP_ONNX_MatMul);
+	if (!mm || !fuse_one_use(f, mm->res[0]))
+		return;
+	Node *ra = match_operand(f->m, mm, 0, OP_ONNX_Reshape), *rb = match_operand(f->m, mm, 1, OP_ONNX_Reshape);
+	if (!ra || !rb || !fuse_one_use(f, ra->res[0]) || !fuse_one_use(f, rb->res[0]))
+		return;
+	ValueId a = operand(ra, 0), b = operand(rb, 0);
+	if (!flat_bmm_shapes(fuse_static_type(f, a), fuse_static_type(f, b), fuse_static_type(f, r2->res[0]),
+			     fuse_static_type(f, ra->res[0]), fuse_static_type(f, rb->res[0])))
+		return;
+	f->uses[mm->res[0]]--;
+	fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
+	r2->args[0] = fuse_value_arg(a);
+	r2->args[1] = fuse_value_arg(b);
 }
 
 static Status fuse_graph(const GraphVisit *v, void *ctx)
@@ -319,21 +412,31 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 	for (Node *n = v->g->first; n; n = n->next) {
 		if (n->domain != S_onnx || n->nres != 1)
 			continue;
-		if (n->op == OP_ONNX_Add && n->nargs == 2)
+		OpId op = n->op;
+		if (op == OP_ONNX_Add && n->nargs == 2)
 			fuse_gemm(f, n);
-		else if (n->op == OP_ONNX_ReduceMean && n->nargs >= 1)
+		else if (op == OP_ONNX_ReduceMean && n->nargs >= 1)
 			fuse_global_pool(f, n);
-		else if (n->op == OP_ONNX_BatchNormalization)
+		else if (op == OP_ONNX_BatchNormalization)
 			fuse_conv_bn(f, v->g, n);
-		else if (n->op == OP_ONNX_Reshape && n->nargs == 2)
+		else if (op == OP_ONNX_Reshape && n->nargs == 2)
 			fuse_flat_linear(f, n);
+		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_flat_bmm(f, n);
+		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
+			fuse_norm(f, v->g, n);
+		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
+			fuse_gelu(f, n);
+		if (op == OP_ONNX_MatMul && n->nargs == 2)
+			fuse_attention(f, v->g, n);
 	}
 	return OK;
 }
 
 Status pass_fuse(Module *m, const PassOptions *opt)
 {
-	Fuse f = { m, module_use_counts(m, WALK_PROGRAM), { m, opt->weights_dir ? opt->weights_dir : ".", NULL } };
+	Fuse f = { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
+		   { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset };
 	module_walk(m, WALK_PROGRAM, fuse_graph, &f);
 	rt_weights_close(&f.weights);
 	free(f.uses);

@@ -35,9 +35,14 @@ const Pass *pass_at(size_t i);             /* NULL past the end */
 /* The pipeline of an -O level (0, 1 or 2), as a string. */
 const char *pipeline_for_level(int level);
 
-typedef struct Pipeline { const Pass **v; uint32_t n, cap; } Pipeline;
-/* Parses "a,b,c"; an empty string is the empty pipeline.  On an unknown
- * name returns FAILED (reporting nothing) and sets *bad to it (and *badlen). */
+/* loop_first..loop_end-1 (loop_end 0: none) is the group written in
+ * brackets, "a,[b,c],d": it runs again while a round changes the node
+ * count, at most PIPELINE_MAX_ROUNDS rounds. */
+enum { PIPELINE_MAX_ROUNDS = 4 };
+typedef struct Pipeline { const Pass **v; uint32_t n, cap, loop_first, loop_end; } Pipeline;
+/* Parses "a,b,c" with at most one bracketed group; an empty string is the
+ * empty pipeline.  On an unknown name or a misplaced bracket returns
+ * FAILED (reporting nothing) and sets *bad to it (and *badlen). */
 Status pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen);
 void pipeline_free(Pipeline *p);
 

@@ -22,26 +22,42 @@ const Pass *pass_lookup(const char *name, size_t len)
 const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
 
 /* -O0 lowers only; -O1 adds clean-ups and folding (before the second
- * cse: folded constants that are equal merge); -O2 adds fusions (before
- * the last dce, which removes what they absorbed).  A level names only passes that
- * exist. */
+ * cse: folded constants that are equal merge); -O2 adds fusions, in a
+ * group repeated while it shrinks the graph: dce removes what a fusion
+ * absorbed, fold and cse then see the fused graph (two means that became
+ * one GlobalAveragePool merge, and a pattern over them fuses in the next
+ * round).  A level names only passes that exist. */
 const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
 	case 1: return "functionalize,decompose,cse,simplify,fold,cse,dce";
-	default: return "functionalize,decompose,cse,simplify,fold,cse,fuse,dce";
+	default: return "functionalize,decompose,cse,simplify,fold,cse,[fuse,dce,fold,cse],dce";
 	}
 }
 
 Status pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen)
 {
 	memset(out, 0, sizeof *out);
+	int open = 0;
 	while (*s) {
 		const char *e = strchr(s, ',');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
-		const Pass *p = pass_lookup(s, n);
-		if (!p) {
+		int opens = n && *s == '[', closes = n > (size_t)opens && s[n - 1] == ']';
+		const Pass *p = pass_lookup(s + opens, n - (size_t)opens - (size_t)closes);
+		if (opens && !open && !out->loop_end) {
+			open = 1;
+			out->loop_first = out->n;
+		} else if (opens) {
+			p = NULL;
+		}
+		if (closes && open) {
+			open = 0;
+			out->loop_end = out->n + 1;
+		} else if (closes) {
+			p = NULL;
+		}
+		if (!p || (!e && open)) {
 			*bad = s;
 			*badlen = n;
 			pipeline_free(out);

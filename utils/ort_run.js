@@ -13,9 +13,10 @@
 //   {"ok": false, "error": "message"}
 // A job may also say "outputs": ["name", ...] to fetch only those outputs.
 //
-// CLI mode: node utils/ort_run.js model.onnx [--random] [--seed N] [--show N]
+// CLI mode: node utils/ort_run.js model.onnx [--random] [--seed N] [--show N] [--digits N]
 // feeds zero-filled (or random) inputs of the declared shapes, symbolic
-// dimensions set to 1, and prints each output's name, type, shape and first values.
+// dimensions set to 1, and prints each output's name, type, shape and first
+// N values (floats to --digits significant digits, default 6).
 //
 // The CPU execution provider runs with graph optimizations disabled, so the
 // model runs as written.
@@ -225,7 +226,7 @@ function serve() {
 
 function usage() {
   process.stderr.write('usage: node utils/ort_run.js [--server]\n' +
-    '       node utils/ort_run.js MODEL.onnx [--random] [--seed N] [--show N]\n');
+    '       node utils/ort_run.js MODEL.onnx [--random] [--seed N] [--show N] [--digits N]\n');
   process.exit(2);
 }
 
@@ -261,13 +262,13 @@ function fillInput(meta, random, next) {
   return new ort.Tensor(type, a, dims);
 }
 
-function showValues(t, count) {
+function showValues(t, count, digits) {
   const out = [];
   const d = t.data;
   for (let i = 0; i < d.length && i < count; i++) {
     let v = d[i];
     if (typeof v === 'bigint') v = v.toString();
-    else if (typeof v === 'number' && !Number.isInteger(v)) v = Number(v.toPrecision(6));
+    else if (typeof v === 'number' && !Number.isInteger(v)) v = Number(v.toPrecision(digits));
     else if (typeof v === 'string') v = JSON.stringify(v);
     out.push(String(v));
   }
@@ -279,11 +280,13 @@ async function cli(args) {
   let random = false;
   let seed = 1;
   let show = 8;
+  let digits = 6;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === '--random') random = true;
     else if (a === '--seed') seed = Number(args[++i]);
     else if (a === '--show') show = Number(args[++i]);
+    else if (a === '--digits') digits = Number(args[++i]);
     else if (a === '-h' || a === '--help') usage();
     else if (a.startsWith('-')) usage();
     else if (model === null) model = a;
@@ -303,7 +306,7 @@ async function cli(args) {
   for (const name of session.outputNames) {
     const t = res[name];
     console.log('output ' + name + ': ' + (ORT_TO_ONNX[t.type] || t.type) +
-      '[' + Array.from(t.dims).join(',') + '] ' + showValues(t, show));
+      '[' + Array.from(t.dims).join(',') + '] ' + showValues(t, show, digits));
   }
 }
 

@@ -8,7 +8,10 @@ utils/ortlib.py and compare with PyTorch's own outputs (max abs diff <= 1e-4
 for floats, exact for integers and bools).  Each compile mode of each model
 counts in the totals.
 
-    /usr/bin/python3 test/e2e/run_e2e.py [--onnxc PATH] [-k PATTERN] [--keep]
+    /usr/bin/python3 test/e2e/run_e2e.py [--onnxc PATH] [-k PATTERN] [--keep] [--opset N]
+
+--opset N compiles every mode with -opset=N (the fusions into Gelu,
+RMSNormalization and Attention need opsets 20 and 23).
 
 Prints one row a model (node counts are the main graph's: with -outline the
 modules are local functions) and, alone on the last line,
@@ -142,12 +145,15 @@ def compare(ref, got):
     return worst
 
 
+EXTRA_FLAGS = []   # --opset: added to every mode
+
+
 def compile_onnx(onnxc, fxir, level, out):
     if not os.access(onnxc, os.X_OK):
         raise Failure("onnxc not found at %s (build it: cmake -B build && "
                       "cmake --build build)" % onnxc)
     try:
-        p = subprocess.run([onnxc, fxir] + level.split() + ["-emit=onnx", "-o", out],
+        p = subprocess.run([onnxc, fxir] + level.split() + EXTRA_FLAGS + ["-emit=onnx", "-o", out],
                            capture_output=True, text=True, timeout=600,
                            cwd=os.path.dirname(fxir))
     except subprocess.TimeoutExpired:
@@ -234,7 +240,10 @@ def main():
     ap.add_argument("--keep", action="store_true",
                     help="keep the work directory (.fxir, .onnx files) and print its path")
     ap.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
+    ap.add_argument("--opset", type=int, help="compile with -opset=N")
     a = ap.parse_args()
+    if a.opset:
+        EXTRA_FLAGS.append("-opset=%d" % a.opset)
 
     try:
         import ortlib

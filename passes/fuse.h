@@ -1,0 +1,46 @@
+/* fuse.h - what the files of the fuse pass share (fuse.c runs the walk;
+ * fuse_norm.c, fuse_gelu.c and fuse_attention.c hold fusion families). */
+#ifndef ONNXC_FUSE_H
+#define ONNXC_FUSE_H
+
+#include "passes.h"
+#include "runtime.h"
+
+typedef struct Fuse {
+	Module *m;
+	uint32_t *uses;             /* counted once per run, kept up to date */
+	uint32_t nuses;             /* values counted: those made later have none */
+	RtWeights weights;          /* params and buffers, for the BatchNormalization fusions */
+	int opset;                  /* the target default-domain opset */
+} Fuse;
+
+/* v's type when it is a tensor with every dim known, else NULL. */
+const Type *fuse_static_type(const Fuse *f, ValueId v);
+/* v is read by exactly one node (a value made during the run never is). */
+int fuse_one_use(const Fuse *f, ValueId v);
+/* n becomes op with fresh argument and attribute arrays (filled by the
+ * caller); its results, name and provenance stay. */
+void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw);
+/* A new `const` value of g holding r, named after `like` + suffix. */
+ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix);
+/* A float attribute (an int one converts); dflt when absent. */
+double fuse_attr_float(const Node *n, Sym name, double dflt);
+/* v is a one-element floating constant; its value into *x. */
+int fuse_scalar(const Fuse *f, ValueId v, double *x);
+/* v is a one-element floating constant within 1e-6 (relative) of x: the
+ * decimal constants of a hand-written formula, rounded to f32. */
+int fuse_scalar_near(const Fuse *f, ValueId v, double x);
+/* How many trailing dims the mean n (ReduceMean with keepdims=1 over the
+ * last k dims, or GlobalAveragePool: dims 2..) averages of its input of
+ * rank `rank`; 0 if n is neither. */
+int fuse_trailing_mean(const Fuse *f, const Node *n, int32_t rank);
+
+static inline Arg fuse_value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
+
+/* The fusion families: each looks at one node (the last of its pattern)
+ * and rewrites it in place, or leaves it. */
+void fuse_norm(Fuse *f, Graph *g, Node *n);        /* fuse_norm.c */
+void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
+void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
+
+#endif
