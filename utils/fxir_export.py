@@ -97,8 +97,10 @@ class ExportError(Exception):
 # ---------------------------------------------------------------------------
 # tensors as bytes; safetensors
 
-def _tensor_bytes(t):
-    """Little-endian bytes of a tensor in row-major order."""
+def _tensor_array(t):
+    """A numpy array over a tensor's bytes in row-major order, little-endian:
+    a view of the tensor's own storage when it is a contiguous CPU tensor
+    (no copy), else a copy of that one tensor."""
     if sys.byteorder != "little":
         raise ExportError("big-endian hosts are not supported")
     t = t.detach().to("cpu").contiguous()
@@ -111,7 +113,12 @@ def _tensor_bytes(t):
                          torch.complex64, torch.complex128):
         # float8 and unsigned types without numpy support: reinterpret bytes.
         t = t.view(torch.uint8)
-    return t.numpy().tobytes()
+    return t.numpy()
+
+
+def _tensor_bytes(t):
+    """Little-endian bytes of a tensor in row-major order."""
+    return _tensor_array(t).tobytes()
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -120,7 +127,9 @@ def write_safetensors(path, tensors, metadata=None):
     Layout: u64 little-endian header size, a JSON header padded with spaces
     to a multiple of 8, then the tensors packed without holes.  Tensors are
     ordered by element size (largest first), then name, so that every tensor
-    starts at an offset aligned to its element size.
+    starts at an offset aligned to its element size.  Each tensor is written
+    straight from its storage, one at a time: no copy of the weights is
+    gathered (a non-contiguous tensor is copied alone, then dropped).
     """
     items = []
     for name, t in tensors.items():
@@ -131,21 +140,23 @@ def write_safetensors(path, tensors, metadata=None):
     header = {}
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    blobs, offset = [], 0
+    offset = 0
     for name, t in items:
-        data = _tensor_bytes(t)
+        n = t.numel() * t.element_size()
         header[name] = {"dtype": _ST_DTYPE[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
+                        "data_offsets": [offset, offset + n]}
+        offset += n
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * ((-len(text)) % 8)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for b in blobs:
-            f.write(b)
+        for name, t in items:
+            a = _tensor_array(t)
+            if a.size:
+                f.write(a.reshape(-1).view("u1"))
+            del a
     os.replace(tmp, path)
 
 
@@ -865,9 +876,12 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
 
     params = list(model.named_parameters())
     buffers = list(model.named_buffers())
-    # Snapshot the state before tracing: real-mode tracing runs the model,
-    # and in-place ops on buffers would change it.
-    state = [(k, v.detach().clone()) for k, v in params + buffers]
+    # Snapshot the buffers before tracing: real-mode tracing runs the model,
+    # and in-place ops on buffers would change them.  Parameters are not
+    # copied (a model's weights may take most of the memory): the trace
+    # reads them through detached views, and an in-place op on a parameter
+    # that requires grad is an error in PyTorch itself.
+    state = [(k, v.detach()) for k, v in params] + [(k, v.detach().clone()) for k, v in buffers]
     for k, v in state:
         ex.weights[k] = v
     nweights = len(state)
@@ -901,7 +915,10 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
         # paths (fused transformer kernels) are not taken, as torch.export.
         # Not with symbolic dims: torch 1.13's autograd kernels read
         # concrete sizes (aten::cat's does), so they would fail.
-        return [v.clone().requires_grad_(rg and mode != "symbolic") for (k, v), rg in zip(state, requires_grad)]
+        # Parameters as fresh leaves over the same storage (no copy),
+        # buffers as copies, so the trace's in-place ops leave the snapshot.
+        return [v.detach().requires_grad_(mode != "symbolic") if rg else v.clone()
+                for (k, v), rg in zip(state, requires_grad)]
 
     def example_inputs():
         return [t.detach().clone() for _, t in leaves]
