@@ -10,6 +10,7 @@
  * bytes, if it is read again.  Mappings belong to an owner (the module
  * whose tensors point into them) and are unmapped with it. */
 #define _DEFAULT_SOURCE             /* madvise(MADV_DONTNEED) is not POSIX */
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -59,4 +60,43 @@ void mapped_drop(const void *owner)
 		maps.v = NULL;
 		maps.cap = 0;
 	}
+}
+
+/* Results too large to keep in memory (weights a pass derives from other
+ * weights) are written to an unlinked temporary file and mapped from it. */
+int mapped_tmp(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/onnxc.XXXXXX", dir && dir[0] ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+const uint8_t *mapped_fd(const void *owner, int fd, size_t n)
+{
+	void *p = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	mapped_add(owner, p, n);
+	return p;
+}
+
+const uint8_t *mapped_spill(const void *owner, const void *data, size_t n)
+{
+	int fd = n ? mapped_tmp() : -1;
+	if (fd < 0)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		ssize_t k = pwrite(fd, (const uint8_t *)data + i, n - i < MAPPED_SLICE ? n - i : MAPPED_SLICE, (off_t)i);
+		if (k <= 0) {
+			close(fd);
+			return NULL;
+		}
+		i += (size_t)k;
+	}
+	return mapped_fd(owner, fd, n);
 }
