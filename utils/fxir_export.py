@@ -928,7 +928,7 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     inputs = example_inputs()
     named_dims = _NamedDimsOnly({id(t): dyn[li] for li, t in enumerate(inputs) if li in dyn},
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
-    with prov, (named_dims if mode == "symbolic" else _nullcontext()):
+    with prov, _LinearNames(), (named_dims if mode == "symbolic" else _nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
@@ -984,6 +984,58 @@ class _nullcontext:
         return self
 
     def __exit__(self, *exc):
+        return False
+
+
+class _LinearNames:
+    """While active, FX names nodes in linear time, giving the same names.
+
+    torch.fx's _Namespace.create_name (1.13) finds a free name by trying
+    base_1, base_2, ... in turn, so the k-th node named after an op
+    (`linear`, `add`) costs k tries: tracing a deep model is quadratic in
+    its depth (the largest own-time function of the bridge at 32 blocks).
+    Names are only ever added to a namespace, so when a search for `base`
+    started at or below the memo next[base] and ended at n, every
+    base_1..base_n is taken: the next search starts at n + 1.  A candidate
+    the memo cannot speed up goes to the original unchanged."""
+
+    def __enter__(self):
+        ns = getattr(torch.fx.graph, "_Namespace", None)
+        self.ns, self.orig = ns, getattr(ns, "create_name", None)
+        if self.orig is None:
+            return self
+        orig = self.orig
+
+        def create_name(space, candidate, obj):
+            suffix = getattr(space, "_name_suffix_regex", None)
+            illegal = getattr(space, "_illegal_char_regex", None)
+            if (suffix is None or illegal is None or not candidate or not isinstance(space.__dict__.get("_used_names"), dict)
+                    or (obj is not None and obj in space._obj_to_name)):
+                return orig(space, candidate, obj)
+            cand = illegal.sub("_", candidate)
+            if cand[0].isdigit():
+                cand = "_" + cand
+            m = suffix.match(cand)
+            base, num = (cand, None) if m is None else (m.group(1), int(m.group(2)))
+            memo = space.__dict__.setdefault("_fxir_next", {})
+            nxt = memo.get(base, 1)
+            start = 0 if num is None else num
+            if num is None and cand not in space._used_names:
+                return orig(space, candidate, obj)      # may well be free: the original decides
+            if 1 <= start < nxt or (num is None and nxt > 1):
+                candidate, start = "%s_%d" % (base, nxt), nxt
+            name = orig(space, candidate, obj)
+            r = suffix.match(name)
+            if start <= nxt and r is not None and r.group(1) == base and int(r.group(2)) >= nxt:
+                memo[base] = int(r.group(2)) + 1
+            return name
+
+        ns.create_name = create_name
+        return self
+
+    def __exit__(self, *exc):
+        if self.orig is not None:
+            self.ns.create_name = self.orig
         return False
 
 
