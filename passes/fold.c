@@ -254,13 +254,17 @@ static void define_init(Fold *f, Node *n, uint32_t i, Tensor *t)
 	VEC_PUSH(&f->m->arena, n->graph->inits, n->res[i]);
 }
 
-/* A result folded from weights goes to a temporary file, mapped (ir/mapped.c):
- * it leaves the heap, and the writer streams it out like a weight.  NULL
- * if no temporary file can be made: it is then held in memory, within
- * WEIGHT_FOLD_TOTAL. */
+/* A result folded from weights of at least SPILL_MIN bytes goes to a
+ * temporary file, mapped (ir/mapped.c): it leaves the heap, and the writer
+ * streams it out like a weight.  NULL for a smaller one (a file each
+ * would cost more than the bytes: thousands of small weights took seconds
+ * of file creation) or if no temporary file can be made: it is then held
+ * in memory, within WEIGHT_FOLD_TOTAL. */
+enum { SPILL_MIN = 1 << 20 };
+
 static Tensor *spilled(Fold *f, const RTensor *r)
 {
-	const uint8_t *p = r->nbytes > INLINE_MAX ? mapped_spill(f->m, r->data, r->nbytes) : NULL;
+	const uint8_t *p = r->nbytes >= SPILL_MIN ? mapped_spill(f->m, r->data, r->nbytes) : NULL;
 	if (!p)
 		return NULL;
 	RTensor head = *r;
