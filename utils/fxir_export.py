@@ -931,20 +931,21 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     with prov, _LinearNames(), (named_dims if mode == "symbolic" else _nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
+    if mode == "real":
+        # make_fx leaves multi-result nodes without metadata; ShapeProp
+        # records every result, including the length of Tensor[] results.
+        # It interprets the graph make_fx built, whose code matches it, so
+        # no recompile (which costs as much as printing the program).
+        from torch.fx.passes.shape_prop import ShapeProp
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
+
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
     for node in reversed(list(gm.graph.nodes)):
         if (node.op == "call_function" and node.target is torch.ops.aten.detach.default
                 and not node.users):
             gm.graph.erase_node(node)
-
-    if mode == "real":
-        gm.recompile()   # ShapeProp runs the module: its code must match the graph
-        # make_fx leaves multi-result nodes without metadata; ShapeProp
-        # records every result, including the length of Tensor[] results.
-        from torch.fx.passes.shape_prop import ShapeProp
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
 
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     _reuse_weight_placeholders(gm, model, dict(zip(keys, phs)))
