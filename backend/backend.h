@@ -17,6 +17,7 @@ typedef struct OnnxWriteOptions {
 	const char *external_file;  /* NULL: <output>.data */
 	size_t external_threshold;  /* bytes; default 1024 */
 	const char *weights_dir;    /* where the module's weights file is looked for */
+	int keep_inits_as_inputs;   /* list every initializer of the main graph as an input too */
 } OnnxWriteOptions;
 
 /* onnx_writer.c: returns 0 on success, nonzero after a diagnostic. */
@@ -25,6 +26,12 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt);
 /* listing.c: a listing a person reads (like the ONNX section of a
  * conversion report). */
 int listing_write(Module *m, FILE *out, const OnnxWriteOptions *opt);
+
+/* dot.c: the program for Graphviz (-emit=dot): nodes by op, edges by
+ * value with its type, module scopes as clusters, function bodies and
+ * subgraphs as clusters of their own, calls of local functions as 3-D
+ * boxes.  Nonzero after a write error. */
+int dot_write(Module *m, FILE *out);
 
 /* onnx_writer.c, shared with listing.c: the ModelProto that the writer
  * packs and the listing prints, so the listing shows exactly what the file
@@ -50,7 +57,7 @@ void onnx_built_free(OnnxBuilt *b);
  * writes the file; it is written whether or not the conversion worked. */
 typedef enum {
 	STAGE_PARSE, STAGE_VERIFY, STAGE_FUNCTIONALIZE, STAGE_DECOMPOSE, STAGE_OPTIMIZE,
-	STAGE_WRITE, STAGE_ORT, STAGE_COUNT
+	STAGE_WRITE, STAGE_ORT, STAGE_ACCURACY, STAGE_COUNT
 } Stage;
 typedef enum { STAGE_NOT_RUN, STAGE_OK, STAGE_FAILED } StageState;
 typedef struct Report Report;

@@ -8,8 +8,10 @@
  * every output; it is written even when the conversion fails, which is
  * when it matters most. */
 #include <errno.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "backend.h"
 
@@ -30,11 +32,16 @@ struct Report {
 	char *program;              /* the input as .fxir (an .onnx input is printed) */
 	char *leftover;             /* ops without a decomposition, Markdown rows */
 	char *listing;              /* the ONNX listing, when the conversion finished */
+	char *dot;                  /* the program at the end, for Graphviz */
+	char *dot_file, *svg_file;  /* written beside the report (svg: when dot ran) */
 	uint32_t nodes_before, nodes_after;
 };
 
+extern char **environ;
+
 static const char *const stage_names[STAGE_COUNT] = {
 	"parse", "verify", "functionalize", "decompose", "optimize", "write ONNX", "run in ONNX Runtime",
+	"accuracy",
 };
 
 Report *report_new(const char *input, const char *text, size_t len, const char *command)
@@ -45,6 +52,7 @@ Report *report_new(const char *input, const char *text, size_t len, const char *
 	r->len = len;
 	r->command = command;
 	r->note[STAGE_ORT] = "not run by onnxc";
+	r->note[STAGE_ACCURACY] = "not asked: -bisect-accuracy";
 	return r;
 }
 
@@ -59,6 +67,9 @@ void report_free(Report *r)
 	free(r->program);
 	free(r->leftover);
 	free(r->listing);
+	free(r->dot);
+	free(r->dot_file);
+	free(r->svg_file);
 	free(r);
 }
 
@@ -218,6 +229,11 @@ void report_result(Report *r, Module *m, int finished, const OnnxWriteOptions *w
 		module_walk(m, WALK_PROGRAM, leftover_graph, f);
 		fclose(f);
 	}
+	if (m->graphs.n) {
+		FILE *f = xmemstream(&r->dot, &n);
+		dot_write(m, f);
+		fclose(f);
+	}
 	if (finished && m->graphs.n) {
 		FILE *f = xmemstream(&r->listing, &n);
 		diag_mute(1);
@@ -375,6 +391,87 @@ static void write_analysis(Report *r, FILE *f)
 		fprintf(f, "| op | location | source | module scopes |\n|---|---|---|---|\n%s\n", r->leftover);
 }
 
+/* ---- the graph picture ----------------------------------------------------------- */
+/* Graphviz takes minutes on graphs of many thousand nodes: past this the
+ * .dot file is linked, not rendered. */
+enum { RENDER_MAX_NODES = 2000 };
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static Status write_text_file(const char *path, const char *text)
+{
+	size_t n = strlen(path) + 32;
+	char *tmp = xmalloc(n);
+	snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	Status s = f && fputs(text, f) >= 0 && !ferror(f) ? OK : FAILED;
+	if (f && fclose(f) != 0)
+		s = FAILED;
+	if (s != OK || rename(tmp, path) != 0) {
+		remove(tmp);
+		s = FAILED;
+	}
+	free(tmp);
+	return s;
+}
+
+/* `dot -Tsvg IN -o OUT` when dot is on the PATH; OK if it made OUT. */
+static Status render_svg(const char *in, const char *out)
+{
+	size_t n = strlen(out) + 32;
+	char *tmp = xmalloc(n);
+	snprintf(tmp, n, "%s.tmp%ld", out, (long)getpid());
+	char *argv[] = { "dot", "-Tsvg", (char *)in, "-o", tmp, NULL };
+	pid_t pid;
+	int status = 0;
+	Status s = posix_spawnp(&pid, "dot", NULL, NULL, argv, environ) == 0 && waitpid(pid, &status, 0) == pid &&
+		   WIFEXITED(status) && WEXITSTATUS(status) == 0 && rename(tmp, out) == 0 ? OK : FAILED;
+	if (s != OK)
+		remove(tmp);
+	free(tmp);
+	return s;
+}
+
+/* <report stem>.dot beside the report, and .svg when Graphviz renders it. */
+static void write_graph_files(Report *r, const char *path)
+{
+	if (!r->dot)
+		return;
+	size_t n = strlen(path);
+	size_t stem = n > 3 && !strcmp(path + n - 3, ".md") ? n - 3 : n;
+	r->dot_file = xmalloc(stem + 5);
+	r->svg_file = xmalloc(stem + 5);
+	snprintf(r->dot_file, stem + 5, "%.*s.dot", (int)stem, path);
+	snprintf(r->svg_file, stem + 5, "%.*s.svg", (int)stem, path);
+	if (write_text_file(r->dot_file, r->dot) != OK) {
+		free(r->dot_file);
+		r->dot_file = NULL;
+	}
+	if (!r->dot_file || r->nodes_after > RENDER_MAX_NODES || render_svg(r->dot_file, r->svg_file) != OK) {
+		free(r->svg_file);
+		r->svg_file = NULL;
+	}
+}
+
+static void write_graph_section(const Report *r, FILE *f)
+{
+	if (!r->dot_file)
+		return;
+	fputs("## Graph\n\n", f);
+	if (r->svg_file)
+		fprintf(f, "![The program as it stands at the end](%s)\n\n", base_name(r->svg_file));
+	fprintf(f, "The program as it stands at the end, for Graphviz: [%s](%s)", base_name(r->dot_file),
+		base_name(r->dot_file));
+	if (!r->svg_file)
+		fprintf(f, " (%s: `dot -Tsvg %s -o graph.svg` draws it)", r->nodes_after > RENDER_MAX_NODES ?
+			"too large to draw here" : "Graphviz's dot was not found", base_name(r->dot_file));
+	fputs(".\n", f);
+}
+
 static void write_all(Report *r, FILE *f)
 {
 	const char *base = strrchr(r->input, '/');
@@ -394,6 +491,7 @@ static void write_all(Report *r, FILE *f)
 		fputs("## ONNX model\n\n", f);
 		folded(f, "The listing", "", r->listing, strlen(r->listing));
 	}
+	write_graph_section(r, f);
 }
 
 Status report_write(Report *r, const char *path)
@@ -401,6 +499,7 @@ Status report_write(Report *r, const char *path)
 	size_t n = strlen(path) + 32;
 	char *tmp = xmalloc(n);
 	snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+	write_graph_files(r, path);
 	FILE *f = fopen(tmp, "w");
 	Status s = OK;
 	if (f) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Regenerate the bundled examples: simple, mlp and llm (.fxir + .safetensors).
+"""Regenerate the bundled examples: simple, mlp, llm and dynamic_mlp (.fxir + .safetensors).
 
     /usr/bin/python3 examples/make_examples.py
 
@@ -142,6 +142,28 @@ class LLM(nn.Module):
         return y
 
 
+# -- dynamic_mlp: the exporter documentation's first example ----------------------
+# Five linear layers over three inputs passed as a tensor, a dict and a list,
+# with a dynamic batch dim.
+
+class DynamicMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc0 = nn.Linear(8, 8, bias=True)
+        self.fc1 = nn.Linear(8, 4, bias=True)
+        self.fc2 = nn.Linear(4, 2, bias=True)
+        self.fc3 = nn.Linear(2, 2, bias=True)
+        self.fc_combined = nn.Linear(8 + 8 + 8, 8, bias=True)
+
+    def forward(self, tensor_x, input_dict, input_list):
+        combined = torch.cat([tensor_x, input_dict["tensor_x"], input_list[0]], dim=1)
+        combined = torch.sigmoid(self.fc_combined(combined))
+        combined = torch.sigmoid(self.fc0(combined))
+        combined = torch.sigmoid(self.fc1(combined))
+        combined = torch.sigmoid(self.fc2(combined))
+        return self.fc3(combined)
+
+
 def main():
     out = HERE
     torch.manual_seed(0)
@@ -158,7 +180,14 @@ def main():
     input_ids = torch.randint(0, 256, (1, 30), dtype=torch.int64)
     export(llm, (input_ids,), os.path.join(out, "llm.fxir"), source_root=HERE)
 
-    for name in ("simple", "mlp", "llm"):
+    torch.manual_seed(3)
+    dmlp = DynamicMLP().eval()
+    x = torch.rand((97, 8), dtype=torch.float32)
+    args = (x, {"tensor_x": torch.rand((97, 8))}, [torch.rand((97, 8))])
+    dyn = ({0: "batch_size"}, {"tensor_x": {0: "batch_size"}}, [{0: "batch_size"}])
+    export(dmlp, args, os.path.join(out, "dynamic_mlp.fxir"), dynamic_shapes=dyn, source_root=HERE)
+
+    for name in ("simple", "mlp", "llm", "dynamic_mlp"):
         for ext in (".fxir", ".safetensors"):
             p = os.path.join(out, name + ext)
             print("%-20s %7d bytes" % (name + ext, os.path.getsize(p)))

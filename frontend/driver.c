@@ -12,7 +12,7 @@
 #include "frontend.h"
 #include "passes.h"
 
-typedef enum { EMIT_DEFAULT, EMIT_FXIR, EMIT_LISTING, EMIT_ONNX } Emit;
+typedef enum { EMIT_DEFAULT, EMIT_FXIR, EMIT_LISTING, EMIT_ONNX, EMIT_DOT } Emit;
 
 typedef struct Opts {
 	const char *input, *output;
@@ -34,6 +34,11 @@ typedef struct Opts {
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
+	int opset_upgrade;          /* -opset-upgrade */
+	int bisect;                 /* -bisect-accuracy[=REF] */
+	const char *bisect_ref;
+	double rtol, atol;          /* -accuracy-rtol=, -accuracy-atol= */
+	Bisect *bisector;
 } Opts;
 
 static const char usage_text[] =
@@ -41,6 +46,7 @@ static const char usage_text[] =
 	"       onnxc run <model.fxir | model.onnx> [--input NAME=FILE]... [-o OUT]\n"
 	"       onnxc check <model.onnx>\n"
 	"       onnxc verify <model.fxir | model.onnx> --ref REF.safetensors\n"
+	"       onnxc diff <a.fxir | a.onnx> <b.fxir | b.onnx> [--input NAME=FILE]...\n"
 	"\n"
 	"Compiles a PyTorch program written as .fxir text (or an existing ONNX\n"
 	"model) into an ONNX model, a readable listing, or .fxir text.\n"
@@ -48,10 +54,16 @@ static const char usage_text[] =
 	"Output:\n"
 	"  -o FILE                  write here (default: standard output for text;\n"
 	"                           <input>.onnx in the current directory for ONNX)\n"
-	"  -emit=fxir|listing|onnx  what to write (default: onnx when -o ends in .onnx,\n"
-	"                           else fxir)\n"
+	"  -emit=fxir|listing|onnx|dot\n"
+	"                           what to write (default: onnx when -o ends in .onnx,\n"
+	"                           else fxir); dot: the graph for Graphviz\n"
 	"  -opset=N                 default-domain opset when the input names none\n"
 	"                           (17 to 23; default 18)\n"
+	"  -opset-upgrade           raise the default-domain opset to the smallest that\n"
+	"                           has every op used, instead of failing\n"
+	"  -keep-initializers-as-inputs\n"
+	"                           list every initializer as a graph input too (an\n"
+	"                           input with a default, which the user may override)\n"
 	"  -external-data[=FILE]    put large tensors in a side file (default <output>.data)\n"
 	"  -external-threshold=N    tensors of at least N bytes go there (default 1024)\n"
 	"  -report[=FILE.md]        also write a Markdown conversion report, even when\n"
@@ -76,15 +88,24 @@ static const char usage_text[] =
 	"  -print-after=NAME        dump the IR after pass NAME\n"
 	"  -print-before=NAME       dump the IR before pass NAME\n"
 	"  -verify-each             run the verifier after every pass\n"
-	"  -time-passes             report how long each pass took\n"
+	"  -time-passes             report how long each pass took and its node count\n"
+	"                           before and after, then the totals\n"
 	"  -stats                   report each pass's node count before and after\n"
 	"                           (every graph, subgraph and function body)\n"
+	"  -bisect-accuracy[=REF]   run the program with the reference kernels after\n"
+	"                           every pass (on REF.safetensors' input.<name>, or\n"
+	"                           seeded random inputs) and name the first pass and\n"
+	"                           node whose values leave the tolerance\n"
+	"  -accuracy-rtol=X, -accuracy-atol=X\n"
+	"                           its tolerance (default 1e-4, 1e-5)\n"
 	"\n"
 	"Diagnostics and testing:\n"
 	"  -verify-diagnostics      check `// expected-error {{...}}` annotations in the\n"
 	"                           input instead of printing diagnostics\n"
 	"  -split-input-file        treat `// -----` lines as separators between inputs\n"
 	"  -max-errors=N            stop after N errors (default 20; 0 means no limit)\n"
+	"  -progress, -no-progress  show (or never show) the progress of long work on\n"
+	"                           standard error (default: when it is a terminal)\n"
 	"  -no-fast-lex             read every construct token by token: the lexer's\n"
 	"                           one-token forms of common constructs (docs/ir.md)\n"
 	"                           must not change what is parsed\n"
@@ -94,6 +115,8 @@ static const char usage_text[] =
 	"                           given inputs (see 'onnxc run --help')\n"
 	"  check MODEL.onnx         check the model's structure, every error located\n"
 	"  verify MODEL --ref REF   run MODEL on REF's inputs, compare with its outputs\n"
+	"  diff A B                 run A and B on the same inputs; show the nodes only\n"
+	"                           one has and where their values first differ\n"
 	"\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -147,8 +170,10 @@ static void parse_emit(Opts *o, const char *v)
 		o->emit = EMIT_LISTING;
 	else if (strcmp(v, "onnx") == 0)
 		o->emit = EMIT_ONNX;
+	else if (strcmp(v, "dot") == 0)
+		o->emit = EMIT_DOT;
 	else
-		usage_error("unknown -emit kind '%s' (expected fxir, listing or onnx)", v);
+		usage_error("unknown -emit kind '%s' (expected fxir, listing, onnx or dot)", v);
 }
 
 static void parse_numeric(const char *arg, const char *v, long lo, long hi, long *out)
@@ -163,12 +188,12 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 /* Every option as typed, `=` marking those that take a value; the
  * suggestions for a mistyped one come from here. */
 static const char *const option_names[] = {
-	"-o", "-emit=", "-opset=", "-external-data=", "-external-data", "-external-threshold=",
+	"-o", "-emit=", "-opset=", "-opset-upgrade", "-keep-initializers-as-inputs", "-external-data=", "-external-data", "-external-threshold=",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
-	"-report=", "-report",
+	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
 /* Edit distance of a[0..na) and b[0..nb), both at most 63 bytes. */
@@ -285,6 +310,10 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-max-errors", &v)) {
 			parse_numeric(a, v, 0, 100000, &n);
 			o->max_errors = (int)n;
+		} else if (strcmp(a, "-keep-initializers-as-inputs") == 0) {
+			o->w.keep_inits_as_inputs = 1;
+		} else if (strcmp(a, "-opset-upgrade") == 0) {
+			o->opset_upgrade = 1;
 		} else if (match(a, "-opset", &v)) {
 			parse_numeric(a, v, 17, 23, &n);
 			o->w.opset = (int)n;
@@ -305,6 +334,21 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (!*v)
 				usage_error("%s: expected a file name", a);
 			o->report_file = v;
+		} else if (strcmp(a, "-progress") == 0) {
+			progress_set_mode(PROGRESS_ON);
+		} else if (strcmp(a, "-no-progress") == 0) {
+			progress_set_mode(PROGRESS_OFF);
+		} else if (strcmp(a, "-bisect-accuracy") == 0) {
+			o->bisect = 1;
+		} else if (match(a, "-bisect-accuracy", &v)) {
+			if (!*v)
+				usage_error("%s: expected a reference file (REF.safetensors)", a);
+			o->bisect = 1;
+			o->bisect_ref = v;
+		} else if (match(a, "-accuracy-rtol", &v)) {
+			o->rtol = run_parse_number(NULL, a, v);
+		} else if (match(a, "-accuracy-atol", &v)) {
+			o->atol = run_parse_number(NULL, a, v);
 		} else if (strcmp(a, "-outline") == 0) {
 			o->outline = 1;
 		} else if (match(a, "-outline", &v)) {
@@ -342,25 +386,38 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline };
+	if (o->bisector && bisect_begin(o->bisector, m) != OK)
+		return 1;
+	double total_ms = 0;
+	uint32_t first = 0, last = 0;
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
+		uint32_t before = o->stats || o->time_passes ? module_node_count(m) : 0;
 		double t0 = now();
-		uint32_t before = o->stats ? module_node_count(m) : 0;
 		Status st = p->run(m, &po);
-		if (o->time_passes)
-			fprintf(stderr, "onnxc: pass %-14s %9.3f ms\n", p->name, (now() - t0) * 1e3);
-		if (o->stats) {
+		double ms = (now() - t0) * 1e3;
+		if (o->stats || o->time_passes) {
 			uint32_t after = module_node_count(m);
-			fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
-				(long long)after - (long long)before);
+			/* -time-passes shows the counts too: one line a pass. */
+			if (o->time_passes)
+				fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld)\n", p->name, ms, before, after,
+					(long long)after - (long long)before);
+			else
+				fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
+					(long long)after - (long long)before);
+			total_ms += ms;
+			last = after;
+			if (i == 0)
+				first = before;
 		}
 		int failed = st != OK || diag_error_count();
 		if (o->report)
 			report_stage(o->report, report_stage_of_pass(p->name), failed ? STAGE_FAILED : STAGE_OK, NULL);
 		if (failed)
 			return 1;
+		infer_module(m, WALK_PROGRAM);
 		if (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))
 			dump(m, "After", p->name);
 		if (o->verify_each && verify_module(m)) {
@@ -369,7 +426,19 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 				report_stage(o->report, report_stage_of_pass(p->name), STAGE_FAILED, NULL);
 			return 1;
 		}
+		if (o->bisector && bisect_after(o->bisector, m, p->name) != OK) {
+			if (o->report)  /* the note names the pass whose values left the tolerance */
+				report_stage(o->report, STAGE_ACCURACY, STAGE_FAILED, p->name);
+			return 1;
+		}
 	}
+	if (o->bisector)
+		bisect_end(o->bisector);
+	if (o->bisector && o->report)
+		report_stage(o->report, STAGE_ACCURACY, STAGE_OK, "every pass within the tolerance, -bisect-accuracy");
+	if (o->time_passes && pl->n)
+		fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld), %u passes\n", "total", total_ms, first, last,
+			(long long)last - (long long)first, pl->n);
 	return 0;
 }
 
@@ -398,6 +467,8 @@ static int emit_text(Module *m, const Opts *o, FILE *dst)
 {
 	if (o->emit == EMIT_LISTING)
 		return listing_write(m, dst, &o->w);
+	if (o->emit == EMIT_DOT)
+		return dot_write(m, dst);
 	print_module(dst, m);
 	return 0;
 }
@@ -411,8 +482,14 @@ static int emit_onnx(Module *m, const Opts *o)
 	return onnx_write(m, o->output, &o->w);
 }
 
+/* What is written as ONNX uses only ops of its opset, in their form there. */
 static int emit(Module *m, const Opts *o)
 {
+	if (o->emit != EMIT_FXIR && verify_opset(m, o->w.opset ? o->w.opset : 18, o->opset_upgrade)) {
+		if (o->report)
+			report_stage(o->report, STAGE_WRITE, STAGE_FAILED, NULL);
+		return 1;
+	}
 	if (o->emit == EMIT_ONNX) {
 		int rc = emit_onnx(m, o);
 		if (o->report)
@@ -593,7 +670,8 @@ static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t l
 		if (m)
 			report_stage(r, STAGE_VERIFY, verified ? STAGE_OK : STAGE_FAILED, NULL);
 		if (o->emit != EMIT_ONNX)
-			report_stage(r, STAGE_WRITE, STAGE_NOT_RUN, o->emit == EMIT_LISTING ? "not asked: -emit=listing" : "not asked: -emit=fxir");
+			report_stage(r, STAGE_WRITE, STAGE_NOT_RUN, o->emit == EMIT_LISTING ? "not asked: -emit=listing"
+				     : o->emit == EMIT_DOT ? "not asked: -emit=dot" : "not asked: -emit=fxir");
 	}
 	if (lowered)
 		rc = emit(m, o);
@@ -660,9 +738,13 @@ int main(int argc, char **argv)
 		return check_main(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "verify") == 0)
 		return verify_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "diff") == 0)
+		return diff_main(argc, argv);
 	Opts o = { 0 };
 	o.level = 1;
 	o.max_errors = 20;
+	o.rtol = 1e-4;
+	o.atol = 1e-5;
 	parse_args(argc, argv, &o);
 	diag_set_max_errors(o.max_errors);
 	if (o.emit == EMIT_DEFAULT) {
@@ -671,6 +753,8 @@ int main(int argc, char **argv)
 	}
 	if (o.report_file && (o.split || o.verify_diags))
 		usage_error("%s", "-report writes one report for one conversion: not with -split-input-file or -verify-diagnostics");
+	if (o.bisect && (o.split || o.verify_diags))
+		usage_error("%s", "-bisect-accuracy runs one program: not with -split-input-file or -verify-diagnostics");
 	if (o.split && o.emit == EMIT_ONNX)
 		usage_error("%s", "-split-input-file writes one output per input: use -emit=fxir or -emit=listing, not onnx");
 	if (!o.output)
@@ -700,6 +784,8 @@ int main(int argc, char **argv)
 		if (named[i] && !pass_lookup(named[i], strlen(named[i])))
 			usage_error("unknown pass '%s' (see -list-passes)", named[i]);
 	o.lib = decomp_lib_new(o.decomp_path, o.decomp_files, o.ndecomp_files);
+	if (o.bisect)
+		o.bisector = bisect_new(o.bisect_ref, o.w.weights_dir, o.rtol, o.atol);
 	size_t len;
 	char *text = strcmp(o.input, "-") == 0 ? read_stdin(&len) : read_file(o.input, &len);
 	int rc = 1;
@@ -711,6 +797,7 @@ int main(int argc, char **argv)
 	if (o.report && report_write(o.report, o.report_file) != OK)
 		rc = 1;
 	report_free(o.report);
+	bisect_free(o.bisector);
 	free(command);
 	free(o.owned_report);
 	free(o.owned_output);

@@ -527,8 +527,11 @@ static int namespace_matches(const char *ns, const ScopeEntry *sc, uint32_t n)
 typedef struct MetaIn { const char *key, *val; } MetaIn;
 
 /* Scopes are taken only if all three keys are there and the writer would
- * write them back identically. */
-static int take_scopes(Imp *imp, Prov *p, const char *ns, const char *cls, const char *paths)
+ * write them back identically: when the node has an fx_node entry, each
+ * key must end with the entry the writer derives from it, which is left out
+ * of the scopes. */
+static int take_scopes(Imp *imp, Prov *p, const char *ns, const char *cls, const char *paths,
+	const char *fx_node)
 {
 	if (!ns || !cls || !paths)
 		return 0;
@@ -541,6 +544,14 @@ static int take_scopes(Imp *imp, Prov *p, const char *ns, const char *cls, const
 		p->scope[i] = (ScopeEntry){ q[i], c[i] };
 	if (!namespace_matches(ns, p->scope, nc))
 		return 0;
+	Str ln, lt;
+	if (fx_node && !fx_node_leaf(fx_node, strlen(fx_node), &ln, &lt)) {
+		const ScopeEntry *own = &p->scope[nc - 1];
+		if (sym_len(own->path) != ln.n || memcmp(sym_str(own->path), ln.s, ln.n)
+		    || sym_len(own->cls) != lt.n || memcmp(sym_str(own->cls), lt.s, lt.n))
+			return 0;
+		nc--;
+	}
 	p->nscope = nc;
 	return 1;
 }
@@ -594,7 +605,8 @@ static Prov *import_prov(Imp *imp, Onnx__StringStringEntryProto **e, size_t n)
 	const char *pa = meta_get(mi, n, "pkg.torch.onnx.name_scopes", &ipa);
 	const char *tr = meta_get(mi, n, "pkg.torch.onnx.stack_trace", &itr);
 	const char *lo = meta_get(mi, n, "pkg.onnxc.source_location", &ilo);
-	int scoped = take_scopes(imp, p, ns, cl, pa);
+	size_t ifx;
+	int scoped = take_scopes(imp, p, ns, cl, pa, meta_get(mi, n, "pkg.torch.onnx.fx_node", &ifx));
 	if (tr)
 		p->trace = (Str){ tr, (uint32_t)strlen(tr) };
 	int located = take_location(p, lo);
@@ -693,7 +705,9 @@ static int import_attr(Imp *imp, Graph *g, const Onnx__AttributeProto *p, Arg *a
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
 		a->kind = A_TENSOR;
-		return p->t && (a->u.t = import_tensor(imp, p->t)) ? 0 : fail(imp, "attribute '%s': bad tensor", p->name);
+		if (!p->t)
+			return fail(imp, "attribute '%s': no tensor", p->name);
+		return (a->u.t = import_tensor(imp, p->t)) ? 0 : -1;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
 		a->kind = A_GRAPH;
 		if (!p->g)
@@ -823,11 +837,14 @@ static int graph_inits(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto 
 	return 0;
 }
 
-/* Inputs that are also initializers (old exporters list both) are
- * constants, not inputs. */
+/* An initializer that is also an input of the main graph is an input with
+ * a default (a VK_INPUT value with `init`), which the user may override:
+ * models of IR version < 4 list every initializer so, and ONNX gives the
+ * pair that meaning at every version.  In a subgraph the pair is a
+ * constant. */
 static int graph_inputs(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto *p)
 {
-	uint32_t ninit = defs->n;
+	uint32_t ninit = defs->n, ndefault = 0;
 	g->in = ARENA_ARRAY(imp->a, ValueId, p->n_input + 1);
 	for (size_t i = 0; i < p->n_input; i++) {
 		const char *name = p->input[i]->name ? p->input[i]->name : "";
@@ -835,6 +852,13 @@ static int graph_inputs(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto
 		int is_init = 0;
 		for (uint32_t k = 0; v && k < ninit && !is_init; k++)
 			is_init = defs->v[k] == sym_cstr(name);
+		if (is_init && !g->parent) {
+			if (val(imp->m, v)->kind == VK_INPUT)
+				return fail(imp, "graph '%s': input '%s' is listed twice", p->name ? p->name : "", name);
+			val(imp->m, v)->kind = VK_INPUT;
+			g->in[g->nin++] = v;
+			ndefault++;
+		}
 		if (is_init)
 			continue;
 		Type *t = import_type(imp, p->input[i]->type);
@@ -842,6 +866,12 @@ static int graph_inputs(Imp *imp, Graph *g, SymVec *defs, const Onnx__GraphProto
 			return -1;
 		g->in[g->nin++] = v;
 	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; ndefault && i < g->inits.n; i++)
+		if (val(imp->m, g->inits.v[i])->kind == VK_CONST)
+			g->inits.v[k++] = g->inits.v[i];
+	if (ndefault)
+		g->inits.n = k;
 	return 0;
 }
 
@@ -873,12 +903,54 @@ static void value_infos(Imp *imp, Onnx__ValueInfoProto **vi, size_t n)
 	}
 }
 
+static void value_entries(Imp *imp, MetaProp *mp, uint32_t *k, const char *role, const char *name,
+	Onnx__StringStringEntryProto **e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *key = e[i]->key ? e[i]->key : "", *v = e[i]->value ? e[i]->value : "";
+		size_t len = strlen(role) + 1 + strlen(name ? name : "") + 1 + strlen(key);
+		char *s = arena_alloc(imp->a, len + 1);
+		snprintf(s, len + 1, "%s:%s:%s", role, name ? name : "", key);
+		mp[(*k)++] = (MetaProp){ { s, (uint32_t)len }, { v, (uint32_t)strlen(v) } };
+	}
+}
+
+/* Metadata on the main graph's inputs, initializers and outputs becomes
+ * the graph's `input:NAME:KEY` (`initializer:`, `output:`) entries, which
+ * the writer puts back on those values (docs/onnx.md): nothing is lost. */
+static void value_meta(Imp *imp, const Onnx__GraphProto *p, Graph *g)
+{
+	size_t n = g->nmeta;
+	for (size_t i = 0; i < p->n_input; i++)
+		n += p->input[i]->n_metadata_props;
+	for (size_t i = 0; i < p->n_initializer; i++)
+		n += p->initializer[i]->n_metadata_props;
+	for (size_t i = 0; i < p->n_output; i++)
+		n += p->output[i]->n_metadata_props;
+	if (n == g->nmeta || n > UINT32_MAX)
+		return;
+	MetaProp *mp = ARENA_ARRAY(imp->a, MetaProp, n);
+	memcpy(mp, g->meta, g->nmeta * sizeof *mp);
+	uint32_t k = g->nmeta;
+	for (size_t i = 0; i < p->n_input; i++)
+		value_entries(imp, mp, &k, "input", p->input[i]->name, p->input[i]->metadata_props, p->input[i]->n_metadata_props);
+	for (size_t i = 0; i < p->n_initializer; i++)
+		value_entries(imp, mp, &k, "initializer", p->initializer[i]->name, p->initializer[i]->metadata_props,
+			p->initializer[i]->n_metadata_props);
+	for (size_t i = 0; i < p->n_output; i++)
+		value_entries(imp, mp, &k, "output", p->output[i]->name, p->output[i]->metadata_props, p->output[i]->n_metadata_props);
+	g->meta = mp;
+	g->nmeta = k;
+}
+
 static Graph *import_graph_body(Imp *imp, const Onnx__GraphProto *p, Graph *parent)
 {
 	Graph *g = graph_new(imp->m, sym_cstr(p->name ? p->name : ""), parent);
 	g->loc = imp->loc;
 	g->doc = str_of(p->doc_string);
 	import_meta(imp, p->metadata_props, p->n_metadata_props, &g->meta, &g->nmeta);
+	if (!parent)
+		value_meta(imp, p, g);
 	SymVec defs = { 0 };
 	int rc = graph_inits(imp, g, &defs, p);
 	if (rc == 0)
@@ -1020,6 +1092,8 @@ Module *onnx_import_buffer(const char *name, const void *data, size_t size)
 		module_free(imp.m);
 		return NULL;
 	}
+	/* value_info is optional: what it leaves out is inferred. */
+	infer_module(imp.m, WALK_GRAPHS);
 	return imp.m;
 }
 

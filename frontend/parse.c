@@ -351,6 +351,22 @@ void b_input(Parser *p, Sym name, Type *t, YYLTYPE l)
 	g->in[g->nin++] = v;
 }
 
+/* An input with a default (`%w: f32[3] = [...]`): the user may feed it or
+ * not.  Only a top-level graph has them (ONNX: an initializer that is also
+ * a graph input). */
+void b_input_default(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld)
+{
+	if (!p->g)
+		return;
+	b_input(p, name, t, l);
+	if (p->g->parent || p->func || p->decomp) {
+		diag_error(b_loc(p, l), "only the inputs of a top-level graph may have a default");
+		return;
+	}
+	Arg a = b_tensor(p, t, data, l, ld);
+	val(p->m, p->g->in[p->g->nin - 1])->init = a.kind == A_TENSOR ? a.u.t : NULL;
+}
+
 void b_outsig(Parser *p, TypeVec *t)
 {
 	if (!p->g)
@@ -450,13 +466,41 @@ void b_trailer_loc(Parser *p, Trailers *t, Str file, int64_t line, int64_t col)
 	t->has_prov = 1;
 }
 
+/* PyTorch's spelling onnx::Op.opsetN, "Op as of opset N": op->name
+ * becomes Op and *opset N when Op is an ONNX op that exists at N.
+ * Returns 0 (op untouched) when the name has no such suffix. */
+static int opset_suffix(OpName *op, unsigned *opset, Loc loc)
+{
+	const char *s = sym_str(op->name), *dot = strrchr(s, '.');
+	if (!dot || strncmp(dot + 1, "opset", 5) != 0 || !dot[6] || strspn(dot + 6, "0123456789") != strlen(dot + 6))
+		return 0;
+	OpId id = op_lookup(S_onnx, sym_intern(s, (size_t)(dot - s)));
+	if (id == OP_GENERIC)
+		return 0;
+	unsigned long v = strlen(dot + 6) > 5 ? 100000 : strtoul(dot + 6, NULL, 10);
+	op->name = op_name_of(id);
+	if (v > UINT16_MAX) {
+		diag_error(loc, "opset version %s out of range", dot + 6);
+		return 1;
+	}
+	if (v < op_info[id].since) {
+		diag_error(loc, "onnx::%s has no version at opset %s: it first appears in opset %d",
+			   op_info[id].name, dot + 6, op_info[id].since);
+		return 1;
+	}
+	*opset = (unsigned)v;
+	return 1;
+}
+
 void b_node(Parser *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr)
 {
 	if (!in_body_check(p, lr))
 		return;
 	uint32_t nres = res ? res->n : 0;
 	Loc loc = b_loc(p, l);
-	if (c->op.dom == S_onnx && op_lookup(c->op.dom, c->op.name) == OP_GENERIC)
+	unsigned opset = 0;
+	if (c->op.dom == S_onnx && op_lookup(c->op.dom, c->op.name) == OP_GENERIC &&
+	    !opset_suffix(&c->op, &opset, loc))
 		diag_error(loc, "unknown ONNX operator '%s'", sym_str(c->op.name));
 	if (types && types->n != nres)
 		diag_error(b_loc(p, l), "%u result type%s given for %u result%s", types->n,
@@ -467,6 +511,7 @@ void b_node(Parser *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTY
 	for (uint32_t i = 0; i < c->kw.n; i++)
 		n->kw[i] = (Named){ c->kw.v[i].name, arg_copy(p->a, &c->kw.v[i].val) };
 	n->loc = loc;
+	n->opset = (uint16_t)opset;
 	n->prov = make_prov(p, tr);
 	n->node_name = tr->node_name;
 	n->doc = str_copy(p->a, tr->doc);

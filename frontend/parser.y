@@ -87,6 +87,7 @@ Graph *b_subgraph_begin(Parser *p, Sym name, YYLTYPE l);
 Graph *b_subgraph_end(Parser *p);
 void b_graph_abandon(Parser *p, Graph *g);
 void b_input(Parser *p, Sym name, Type *t, YYLTYPE l);
+void b_input_default(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld);
 void b_outsig(Parser *p, TypeVec *t);
 void b_graph_meta(Parser *p, MetaVec *kv);
 void b_graph_doc(Parser *p, Str s);
@@ -234,6 +235,7 @@ params
 param
 	: VALNAME                           { b_input(p, $1, NULL, @1); }
 	| VALNAME ':' type                  { b_input(p, $1, $3, @1); }
+	| VALNAME ':' type '=' tdata        { b_input_default(p, $1, $3, &$5, @1, @5); }
 	;
 
 outsig_opt

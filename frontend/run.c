@@ -29,20 +29,17 @@ static const char run_usage[] =
 	"  --list-kernels                  list the ops that have a kernel, then exit\n"
 	"  --help                          this text\n";
 
-typedef struct Given { const char *name, *file; } Given;
-
 typedef struct RunOpts {
 	const char *model, *output;
-	Given *given;
-	uint32_t ngiven;
+	RunInputs in;
 } RunOpts;
 
-/* A usage error of subcommand `sub` (run, verify): exit 2. */
-static _Noreturn void sub_usage_error(const char *sub, const char *msg, const char *arg)
+/* A usage error of subcommand `sub` (run, verify, diff): exit 2. */
+_Noreturn void sub_usage_error(const char *sub, const char *msg, const char *arg)
 {
 	fprintf(stderr, "onnxc: error: ");
 	fprintf(stderr, msg, arg);
-	fprintf(stderr, "\nrun 'onnxc %s --help' for usage\n", sub);
+	fprintf(stderr, "\nrun 'onnxc%s%s --help' for usage\n", sub ? " " : "", sub ? sub : "");
 	exit(2);
 }
 
@@ -53,7 +50,7 @@ static void list_kernels(void)
 			printf("onnx::%s\n", op_info[op].name);
 }
 
-static void add_given(RunOpts *o, const char *spec)
+void run_add_input(RunInputs *o, const char *sub, const char *spec)
 {
 	const char *eq = strchr(spec, '=');
 	o->given = xreallocarray(o->given, o->ngiven + 1, sizeof *o->given);
@@ -66,7 +63,7 @@ static void add_given(RunOpts *o, const char *spec)
 		g->file = eq + 1;
 	}
 	if ((eq && (eq == spec || !eq[1])) || (!eq && !strstr(spec, ".safetensors")))
-		sub_usage_error("run", "--input %s: expected NAME=FILE.npy, NAME=FILE.safetensors or FILE.safetensors", spec);
+		sub_usage_error(sub, "--input %s: expected NAME=FILE.npy, NAME=FILE.safetensors or FILE.safetensors", spec);
 }
 
 static void parse_run_args(int argc, char **argv, RunOpts *o)
@@ -82,9 +79,9 @@ static void parse_run_args(int argc, char **argv, RunOpts *o)
 		} else if (!strcmp(a, "--input") || !strcmp(a, "-input")) {
 			if (++i >= argc)
 				sub_usage_error("run", "%s needs NAME=FILE", a);
-			add_given(o, argv[i]);
+			run_add_input(&o->in, "run", argv[i]);
 		} else if (!strncmp(a, "--input=", 8)) {
-			add_given(o, a + 8);
+			run_add_input(&o->in, "run", a + 8);
 		} else if (!strcmp(a, "-o")) {
 			if (++i >= argc)
 				sub_usage_error("run", "%s needs a file or directory name", a);
@@ -122,7 +119,7 @@ static Status lower(Module *m)
 	return s;
 }
 
-static Module *load_model(const char *path, char **text)
+Module *run_load_model(const char *path, char **text)
 {
 	size_t len;
 	*text = read_file(path, &len);
@@ -160,7 +157,7 @@ static RTensor *read_given(const Given *g, const char *name)
 }
 
 /* The file that gives input `name`, or NULL. */
-static const Given *given_for(const RunOpts *o, const char *name)
+static const Given *given_for(const RunInputs *o, const char *name)
 {
 	for (uint32_t i = o->ngiven; i-- > 0;) {
 		const Given *g = &o->given[i];
@@ -193,8 +190,9 @@ static Status check_type(const Value *v, const RTensor *t)
 	return FAILED;
 }
 
-/* One tensor per VK_INPUT, in order; every missing input is named. */
-static Status bind_inputs(const RunOpts *o, Module *m, RTensor ***feeds, uint32_t *nfeeds)
+/* One tensor per VK_INPUT, in order (an input with a default that is not
+ * given takes its default); every missing input is named. */
+Status run_bind_inputs(const RunInputs *o, Module *m, RTensor ***feeds, uint32_t *nfeeds)
 {
 	Graph *g = m->graphs.v[0];
 	Status s = OK;
@@ -206,8 +204,8 @@ static Status bind_inputs(const RunOpts *o, Module *m, RTensor ***feeds, uint32_
 			continue;
 		const char *name = sym_str(v->name);
 		const Given *gv = given_for(o, name);
-		RTensor *t = gv ? read_given(gv, name) : NULL;
-		if (!gv)
+		RTensor *t = gv ? read_given(gv, name) : v->init ? rt_from_ir(v->loc, v->init) : NULL;
+		if (!gv && !v->init)
 			diag_error(v->loc, "input '%s' is not given (--input %s=FILE.npy)", name, name);
 		if (!t || check_type(v, t) != OK)
 			s = FAILED;
@@ -244,6 +242,13 @@ static void print_summary(const char *name, const RTensor *t)
 			printf("%lld", (long long)rt_get_i(t, i));
 	}
 	printf("%s]\n", t->numel > 8 ? ", ..." : "");
+}
+
+void run_inputs_free(RunInputs *in)
+{
+	for (uint32_t i = 0; i < in->ngiven; i++)
+		free((char *)in->given[i].name);
+	free(in->given);
 }
 
 static Status write_outputs(const char *out, const char *const *names, RTensor *const *ts, uint32_t n)
@@ -283,7 +288,7 @@ static Status report(const RunOpts *o, Module *m, RTensor **outs)
 	return s;
 }
 
-static char *model_dir(const char *path)
+char *run_model_dir(const char *path)
 {
 	char *dir = xstrdup(path);
 	char *slash = strrchr(dir, '/');
@@ -299,11 +304,11 @@ int run_main(int argc, char **argv)
 	RunOpts o = { 0 };
 	parse_run_args(argc, argv, &o);
 	diag_set_max_errors(20);
-	char *text = NULL, *dir = model_dir(o.model);
+	char *text = NULL, *dir = run_model_dir(o.model);
 	RTensor **feeds = NULL, **outs = NULL;
 	uint32_t nfeeds = 0;
-	Module *m = load_model(o.model, &text);
-	Status s = m ? bind_inputs(&o, m, &feeds, &nfeeds) : FAILED;
+	Module *m = run_load_model(o.model, &text);
+	Status s = m ? run_bind_inputs(&o.in, m, &feeds, &nfeeds) : FAILED;
 	if (s == OK)
 		s = rt_run_graph(m, dir, feeds, &outs);
 	if (s == OK)
@@ -312,9 +317,7 @@ int run_main(int argc, char **argv)
 		rt_free(feeds[i]);
 	for (uint32_t i = 0; outs && i < m->graphs.v[0]->nout; i++)
 		rt_free(outs[i]);
-	for (uint32_t i = 0; i < o.ngiven; i++)
-		free((char *)o.given[i].name);
-	free(o.given);
+	run_inputs_free(&o.in);
 	free(feeds);
 	free(outs);
 	module_free(m);
@@ -338,13 +341,13 @@ static const char verify_usage[] =
 
 typedef struct VerifyOpts { const char *model, *ref; double rtol, atol; } VerifyOpts;
 
-static double tolerance(const char *opt, const char *s)
+double run_parse_number(const char *sub, const char *opt, const char *s)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= 0))
-		sub_usage_error("verify", "%s: expected a number >= 0", opt);
+		sub_usage_error(sub, "%s: expected a number >= 0", opt);
 	return v;
 }
 
@@ -362,9 +365,9 @@ static void parse_verify_args(int argc, char **argv, VerifyOpts *o)
 		} else if (!strncmp(a, "--ref=", 6)) {
 			o->ref = a + 6;
 		} else if (!strncmp(a, "--rtol=", 7)) {
-			o->rtol = tolerance(a, a + 7);
+			o->rtol = run_parse_number("verify", a, a + 7);
 		} else if (!strncmp(a, "--atol=", 7)) {
-			o->atol = tolerance(a, a + 7);
+			o->atol = run_parse_number("verify", a, a + 7);
 		} else if (a[0] == '-' && a[1]) {
 			sub_usage_error("verify", "unknown option '%s'", a);
 		} else if (o->model) {
@@ -376,7 +379,7 @@ static void parse_verify_args(int argc, char **argv, VerifyOpts *o)
 		sub_usage_error("verify", "%s", !o->model ? "no model file" : "no reference file (--ref REF.safetensors)");
 }
 
-static RTensor *ref_tensor(const char *path, const SafeTensors *st, const char *prefix, const char *name, Loc loc)
+RTensor *run_ref_tensor(const char *path, const SafeTensors *st, const char *prefix, const char *name, Loc loc)
 {
 	size_t n = strlen(prefix) + strlen(name) + 1;
 	char *key = xmalloc(n);
@@ -389,7 +392,7 @@ static RTensor *ref_tensor(const char *path, const SafeTensors *st, const char *
 	return t;
 }
 
-static Status verify_inputs(Module *m, const char *path, const SafeTensors *st, RTensor ***feeds, uint32_t *nfeeds)
+Status run_ref_inputs(Module *m, const char *path, const SafeTensors *st, RTensor ***feeds, uint32_t *nfeeds)
 {
 	Graph *g = m->graphs.v[0];
 	Status s = OK;
@@ -399,7 +402,7 @@ static Status verify_inputs(Module *m, const char *path, const SafeTensors *st, 
 		const Value *v = val(m, g->in[i]);
 		if (v->kind != VK_INPUT)
 			continue;
-		RTensor *t = ref_tensor(path, st, "input.", sym_str(v->name), v->loc);
+		RTensor *t = run_ref_tensor(path, st, "input.", sym_str(v->name), v->loc);
 		if (!t || check_type(v, t) != OK)
 			s = FAILED;
 		(*feeds)[(*nfeeds)++] = t;
@@ -407,37 +410,22 @@ static Status verify_inputs(Module *m, const char *path, const SafeTensors *st, 
 	return s;
 }
 
-/* One output against its reference; prints its line. */
-static int compare_output(const VerifyOpts *o, const char *name, const RTensor *got, const RTensor *want)
+/* One output against its reference; prints its line to f. */
+int run_compare_line(FILE *f, const char *name, const RTensor *got, const RTensor *want, double rtol, double atol)
 {
 	char a[128], b[128];
-	int same = got->rank == want->rank && got->numel == want->numel;
-	for (int32_t d = 0; same && d < got->rank; d++)
-		same = got->shape[d] == want->shape[d];
-	if (!same) {
-		printf("%s: FAILED: got %s, expected %s\n", name, rt_describe(got, a, sizeof a), rt_describe(want, b, sizeof b));
+	RtCompare c = rt_compare(got, want, rtol, atol);
+	if (!c.shape_ok) {
+		fprintf(f, "%s: FAILED: got %s, expected %s\n", name, rt_describe(got, a, sizeof a), rt_describe(want, b, sizeof b));
 		return 1;
 	}
-	double max_abs = 0, max_rel = 0;
-	int64_t bad = 0;
-	for (int64_t i = 0; i < got->numel; i++) {
-		double x = rt_get_f(got, i), y = rt_get_f(want, i), d = x > y ? x - y : y - x;
-		double ay = y < 0 ? -y : y;
-		if (x == y)
-			d = 0;      /* equal infinities */
-		if (d > max_abs || d != d)
-			max_abs = d;
-		if (ay > 0 && d / ay > max_rel)
-			max_rel = d / ay;
-		bad += !(d <= o->atol + o->rtol * ay);
-	}
-	printf("%s: %s, max abs error %.3g, max rel error %.3g: ", name, rt_describe(got, a, sizeof a), max_abs, max_rel);
-	if (!bad)
-		printf("ok\n");
+	fprintf(f, "%s: %s, max abs error %.3g, max rel error %.3g: ", name, rt_describe(got, a, sizeof a), c.max_abs, c.max_rel);
+	if (!c.bad)
+		fprintf(f, "ok\n");
 	else
-		printf("FAILED (%lld of %lld elements outside rtol=%g, atol=%g)\n", (long long)bad, (long long)got->numel,
-		       o->rtol, o->atol);
-	return bad != 0;
+		fprintf(f, "FAILED (%lld of %lld elements outside rtol=%g, atol=%g)\n", (long long)c.bad, (long long)got->numel,
+			rtol, atol);
+	return c.bad != 0;
 }
 
 static Status verify_outputs(const VerifyOpts *o, Module *m, const SafeTensors *st, RTensor **outs)
@@ -446,8 +434,8 @@ static Status verify_outputs(const VerifyOpts *o, Module *m, const SafeTensors *
 	int failed = 0;
 	for (uint32_t i = 0; i < g->nout; i++) {
 		const char *name = sym_str(val(m, g->out[i])->name);
-		RTensor *want = ref_tensor(o->ref, st, "output.", name, g->loc);
-		failed |= !want || compare_output(o, name, outs[i], want);
+		RTensor *want = run_ref_tensor(o->ref, st, "output.", name, g->loc);
+		failed |= !want || run_compare_line(stdout, name, outs[i], want, o->rtol, o->atol);
 		rt_free(want);
 	}
 	return failed ? FAILED : OK;
@@ -458,12 +446,12 @@ int verify_main(int argc, char **argv)
 	VerifyOpts o = { NULL, NULL, 1e-4, 1e-5 };
 	parse_verify_args(argc, argv, &o);
 	diag_set_max_errors(20);
-	char *text = NULL, *dir = model_dir(o.model);
+	char *text = NULL, *dir = run_model_dir(o.model);
 	RTensor **feeds = NULL, **outs = NULL;
 	uint32_t nfeeds = 0;
-	Module *m = load_model(o.model, &text);
+	Module *m = run_load_model(o.model, &text);
 	SafeTensors *st = m ? safetensors_open(o.ref) : NULL;
-	Status s = st ? verify_inputs(m, o.ref, st, &feeds, &nfeeds) : FAILED;
+	Status s = st ? run_ref_inputs(m, o.ref, st, &feeds, &nfeeds) : FAILED;
 	if (s == OK)
 		s = rt_run_graph(m, dir, feeds, &outs);
 	if (s == OK)

@@ -327,3 +327,42 @@ uint8_t *module_output_marks(Module *m)
 	module_walk(m, WALK_PROGRAM, mark_outputs, is_out);
 	return is_out;
 }
+
+/* ---- the FX node a node came from ------------------------------------------ */
+
+static int str_is(Str s, const char *c) { return s.n == strlen(c) && !memcmp(s.s, c, s.n); }
+
+static const char *find_in(const char *s, const char *end, const char *what)
+{
+	size_t n = strlen(what);
+	for (; s + n <= end; s++)
+		if (!memcmp(s, what, n))
+			return s;
+	return NULL;
+}
+
+int fx_node_leaf(const char *s, size_t n, Str *name, Str *target)
+{
+	const char *end = s + n;
+	const char *sp = n && *s == '%' ? find_in(s, end, " : ") : NULL;
+	const char *t = sp ? find_in(sp, end, "target=") : NULL;
+	const char *te = t ? find_in(t, end, "](") : NULL;
+	if (!te || sp == s + 1)
+		return -1;
+	t += strlen("target=");
+	if ((size_t)(te - t) > strlen("torch.ops.") && !memcmp(t, "torch.ops.", strlen("torch.ops.")))
+		t += strlen("torch.ops.");
+	if (te == t)
+		return -1;
+	*name = (Str){ s + 1, (uint32_t)(sp - s - 1) };
+	*target = (Str){ t, (uint32_t)(te - t) };
+	return 0;
+}
+
+int prov_fx_leaf(const Prov *p, Str *name, Str *target)
+{
+	for (uint32_t i = 0; p && i < p->nmeta; i++)
+		if (str_is(p->meta[i].key, "pkg.torch.onnx.fx_node"))
+			return fx_node_leaf(p->meta[i].val.s, p->meta[i].val.n, name, target) ? -1 : (int)i;
+	return -1;
+}

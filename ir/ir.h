@@ -175,6 +175,19 @@ void diag_set_max_errors(int n);
 unsigned diag_mute(int on);
 void diag_set_stream(FILE *f);
 
+/* ---- progress.c: progress of long work on standard error ---------------- */
+/* PROGRESS_AUTO (the default) shows it when standard error is a terminal
+ * and the work is at least min_size units; PROGRESS_ON always (-progress),
+ * PROGRESS_OFF never.  One piece of work at a time: begin, update with the
+ * units done so far, end. */
+enum { PROGRESS_AUTO = 0, PROGRESS_ON = 1, PROGRESS_OFF = 2 };
+void progress_set_mode(int mode);
+int progress_enabled(void);
+void progress_begin(const char *what, uint64_t total, uint64_t min_size);
+void progress_update(uint64_t done);
+void progress_add(uint64_t n);          /* n more units done */
+void progress_end(void);
+
 /* ---- element types (dtypes.def) ------------------------------------------ */
 typedef enum {
 	DT_UNDEF = 0,
@@ -273,7 +286,7 @@ enum { /* op properties */
 
 typedef enum {
 	OP_GENERIC = 0,             /* not in the registry */
-#define OP(e, dom, name, mi, ma, mo, mx, fl) OP_##e,
+#define OP(e, dom, name, mi, ma, mo, mx, since, fl) OP_##e,
 #include "ops.def"
 	OP_COUNT
 } OpId;
@@ -283,6 +296,7 @@ typedef struct OpInfo {
 	uint8_t dom;                /* DOM_ONNX or DOM_ATEN */
 	int16_t min_in, max_in, min_out, max_out;
 	uint32_t flags;
+	uint16_t since;             /* ONNX: the default-domain opset it first appears in; ATen: 0 */
 } OpInfo;
 
 extern const OpInfo op_info[OP_COUNT];
@@ -362,6 +376,15 @@ typedef struct Prov {
 	MetaProp *meta;             /* other metadata_props */
 } Prov;
 
+/* The node's own entry PyTorch's exporter ends namespace, class_hierarchy
+ * and name_scopes with ("add", "aten.add.Tensor"), read from the meta entry
+ * pkg.torch.onnx.fx_node ("%add : [...] = call_function[target=torch.ops.
+ * aten.add.Tensor](...)"); its index in meta, or -1 when there is none or
+ * it does not have that form.  Strs point into the meta value. */
+int prov_fx_leaf(const Prov *p, Str *name, Str *target);
+/* The same from the text of an fx_node entry: 0, or -1 when not of that form. */
+int fx_node_leaf(const char *s, size_t n, Str *name, Str *target);
+
 /* ---- nodes, values, graphs ----------------------------------------------- */
 typedef enum {
 	VK_NODE,                    /* a node result */
@@ -397,6 +420,7 @@ struct Node {
 	Sym node_name;              /* ONNX NodeProto.name, may be 0 */
 	Str doc;
 	Loc loc;                    /* where the node is in the .fxir text */
+	uint16_t opset;             /* onnx::Op.opsetN: needs opset N at least; 0: none */
 };
 
 typedef struct Graph {
@@ -598,8 +622,35 @@ void print_value_name(FILE *out, const Module *m, ValueId v);
  * (overlong forms, surrogates and code points past U+10FFFF included). */
 size_t utf8_len(const unsigned char *s, const unsigned char *end);
 
+/* ---- infer.c: types of ONNX ops' results ---------------------------------- */
+/* The types of n's results that follow from its operands' types, its
+ * attributes and its constant operands: out[i] (n->nres slots), NULL where
+ * nothing is known; a dim that cannot be derived is unknown.  Only ONNX
+ * ops of the registry; types live in m's arena. */
+void infer_node(Module *m, const Node *n, Type **out);
+/* Gives every untyped result of an ONNX node in `what` (WALK_GRAPHS: the
+ * graphs and their subgraphs; WALK_FUNCS: function bodies) its inferred
+ * type, in one walk in node order; written types are kept.  Returns how
+ * many values it typed.  Run after every pass (WALK_PROGRAM) and after
+ * importing an .onnx model (WALK_GRAPHS: a function body read back is
+ * left as written, so a model survives import and export unchanged). */
+uint32_t infer_module(Module *m, unsigned what);
+/* A written type and an inferred one cannot describe the same tensor:
+ * different dtypes, ranks, or static sizes of one dim. */
+int infer_conflict(const Type *written, const Type *inferred);
+
 /* ---- verifier.c --------------------------------------------------------- */
 /* Reports every problem through diag; returns the number of errors. */
 int verify_module(Module *m);
+
+/* ---- opset.c: ops checked against the target opset ----------------------- */
+/* The default-domain opset v declares, or fallback. */
+int64_t opsets_onnx(const OpsetVec *v, int64_t fallback);
+/* Every ONNX op of the program (graphs and function bodies) exists, in the
+ * form it is written, at the default-domain opset it targets: the
+ * module's (a function's own if it names one), else `fallback`.  With
+ * `raise`, the opset is first raised to the smallest every op needs (a
+ * note says so).  Reports each problem at its node; returns the count. */
+int verify_opset(Module *m, int64_t fallback, int raise);
 
 #endif

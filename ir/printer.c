@@ -460,6 +460,8 @@ static void print_node(Printer *p, const Node *n)
 	fwrite(sym_str(n->domain), 1, sym_len(n->domain), f);
 	fputs("::", f);
 	fwrite(sym_str(n->name), 1, sym_len(n->name), f);
+	if (n->opset)
+		fprintf(f, ".opset%u", n->opset);
 	fputc('(', f);
 	for (uint32_t i = 0; i < n->nargs; i++) {
 		if (i)
@@ -522,6 +524,10 @@ static void print_params(Printer *p, const Graph *g)
 		if (p->m->vals.v[g->in[i]].type) {
 			fputs(": ", p->f);
 			print_type(p->f, p->m->vals.v[g->in[i]].type);
+		}
+		if (p->m->vals.v[g->in[i]].init) {
+			fputs(" = ", p->f);
+			print_tensor_data(p->f, p->m->vals.v[g->in[i]].init);
 		}
 	}
 	fputc(')', p->f);

@@ -128,8 +128,8 @@ Type *type_wrap(Arena *a, TypeKind k, Type *elem)
 
 /* ---- op registry -------------------------------------------------------- */
 const OpInfo op_info[OP_COUNT] = {
-	[OP_GENERIC] = { "", 0, 0, -1, 0, -1, 0 },
-#define OP(e, dom, name, mi, ma, mo, mx, fl) [OP_##e] = { name, DOM_##dom, mi, ma, mo, mx, fl },
+	[OP_GENERIC] = { "", 0, 0, -1, 0, -1, 0, 0 },
+#define OP(e, dom, name, mi, ma, mo, mx, since, fl) [OP_##e] = { name, DOM_##dom, mi, ma, mo, mx, fl, since },
 #include "ops.def"
 };
 

@@ -62,6 +62,17 @@ static const char *vn(Verifier *v, ValueId id)
 	return b;
 }
 
+/* The printed form of t, malloc'd. */
+static char *type_str(const Type *t)
+{
+	char *s;
+	size_t n;
+	FILE *f = xmemstream(&s, &n);
+	print_type(f, t);
+	fclose(f);
+	return s;
+}
+
 /* A static shape whose byte size passes INT64_MAX cannot exist; every
  * size computed later (writer, folding, runtime) may rely on that. */
 static void check_size(Verifier *v, const Type *t, Loc loc)
@@ -71,11 +82,7 @@ static void check_size(Verifier *v, const Type *t, Loc loc)
 	int64_t numel, nbytes;
 	if (!t || type_size(t, &numel, &nbytes) == OK)
 		return;
-	char *s;
-	size_t n;
-	FILE *f = xmemstream(&s, &n);
-	print_type(f, t);
-	fclose(f);
+	char *s = type_str(t);
 	err(v, loc, "type %s holds more than INT64_MAX bytes", s);
 	free(s);
 }
@@ -173,8 +180,40 @@ static void check_sametype(Verifier *v, const Node *n)
 	}
 }
 
+/* A written result type must agree with what the operands give
+ * (infer.c); only what both say is compared. */
+static void check_inferred(Verifier *v, const Node *n)
+{
+	if (n->op == OP_GENERIC || op_info[n->op].dom != DOM_ONNX || !n->nres)
+		return;
+	int typed = 0;
+	for (uint32_t i = 0; i < n->nres; i++)
+		typed |= n->res[i] && n->res[i] < v->m->vals.n && v->m->vals.v[n->res[i]].type;
+	for (uint32_t i = 0; i < n->nargs; i++)
+		if (n->args[i].kind == A_VALUE && n->args[i].u.v >= v->m->vals.n)
+			return;
+	if (!typed)
+		return;
+	Type *buf[8], **out = n->nres <= 8 ? buf : xcalloc(n->nres, sizeof *out);
+	infer_node(v->m, n, out);
+	for (uint32_t i = 0; i < n->nres; i++) {
+		const Type *w = n->res[i] && n->res[i] < v->m->vals.n ? v->m->vals.v[n->res[i]].type : NULL;
+		if (!infer_conflict(w, out[i]))
+			continue;
+		char name[256], *tw = type_str(w), *ti = type_str(out[i]);
+		err(v, n->loc, "%s: result %s is written %s, but its operands give %s",
+		    opname(n, name, sizeof name), vn(v, n->res[i]), tw, ti);
+		free(tw);
+		free(ti);
+		break;
+	}
+	if (out != buf)
+		free(out);
+}
+
 static void verify_node(Verifier *v, Node *n)
 {
+	int before = v->errors;
 	v->loc = n->loc;
 	node_each_use(n, use, v);
 	check_arity(v, n);
@@ -191,6 +230,9 @@ static void verify_node(Verifier *v, Node *n)
 	v->pos++;
 	for (uint32_t i = 0; i < n->nres; i++)
 		define(v, n->res[i], n->loc);
+	/* one error a node: a node already reported is not compared */
+	if (n->domain == S_onnx && v->errors == before)
+		check_inferred(v, n);
 }
 
 static const Scope *enter(Verifier *v, const GraphVisit *gv)

@@ -430,6 +430,7 @@ static Status fold_graph(const GraphVisit *v, void *ctx)
 	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
 		try_fold(ctx, n);
+		progress_add(1);
 	}
 	return OK;
 }
@@ -438,7 +439,10 @@ Status pass_fold(Module *m, const PassOptions *opt)
 {
 	Fold f = { m, opt, { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, 0, module_output_marks(m),
 		   rt_module_opset(m) };
+	/* Big graphs take a while: progress by node (ir.h). */
+	progress_begin("fold (nodes)", module_node_count(m), 20000);
 	module_walk(m, WALK_PROGRAM, fold_graph, &f);
+	progress_end();
 	rt_weights_close(&f.weights);
 	free(f.is_out);
 	return OK;

@@ -147,6 +147,7 @@ static Node *copy_node(Inliner *in, const Node *call, const Node *n, Graph *g)
 	c->prov = n->prov;
 	c->doc = n->doc;
 	c->loc = n->loc;
+	c->opset = n->opset;
 	for (uint32_t i = 0; i < n->nres; i++) {
 		if (!n->res[i])
 			continue;

@@ -484,6 +484,7 @@ static Node *clone_into(Outline *o, HashMap *names, Graph *b, const Node *n)
 	c->node_name = n->node_name;
 	c->doc = n->doc;
 	c->loc = n->loc;
+	c->opset = n->opset;
 	for (uint32_t i = 0; i < n->nres; i++) {
 		if (!n->res[i])
 			continue;

@@ -11,6 +11,7 @@
  *   Transpose(x, identity perm)                  -> x
  *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1     -> x   when x has the result's
  *                                                       static shape and dtype
+ *   SequenceAt(SequenceConstruct(x0..xn-1), k)   -> xk  for a constant k
  *
  * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
  * in row-major order and change only the shape, so any chain of them from x
@@ -236,6 +237,20 @@ static void simplify_identity_operand(Simplify *s, Node *n, ValueId r)
 	}
 }
 
+/* SequenceAt(SequenceConstruct(x0, ..., xn-1), k) reads xk (k < 0 counts
+ * from the end): the decompositions take lists of tensors apart this way. */
+static void simplify_sequence_at(Simplify *s, Node *n, ValueId q, ValueId r)
+{
+	Node *d = may_follow(s, n, q) ? match_op(s->m, q, OP_ONNX_SequenceConstruct) : NULL;
+	const Tensor *k = d ? const_tensor(s->m, operand(n, 1)) : NULL;
+	if (!k || !k->data || !k->type || !dtype_is_int((DType)k->type->dtype) || type_numel(k->type) != 1)
+		return;
+	int64_t i = tensor_get_i((DType)k->type->dtype, k->data, 0);
+	i += i < 0 ? (int64_t)d->nargs : 0;
+	if (i >= 0 && i < (int64_t)d->nargs)
+		replace(s, r, operand(d, (uint32_t)i));
+}
+
 static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
@@ -267,6 +282,9 @@ static void simplify_node(Simplify *s, Node *n)
 	case OP_ONNX_Mul:
 	case OP_ONNX_Div:
 		simplify_identity_operand(s, n, r);
+		break;
+	case OP_ONNX_SequenceAt:
+		simplify_sequence_at(s, n, x, r);
 		break;
 	default:
 		break;

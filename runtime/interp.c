@@ -116,10 +116,7 @@ Kernel rt_kernel(OpId op)
 
 int rt_module_opset(const Module *m)
 {
-	for (uint32_t i = 0; i < m->opsets.n; i++)
-		if (m->opsets.v[i].domain == S_onnx)
-			return (int)m->opsets.v[i].version;
-	return 18;
+	return (int)opsets_onnx(&m->opsets, 18);
 }
 
 Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, RTensor **out)
@@ -155,6 +152,8 @@ typedef struct Run {
 	int opset;
 	RTensor **vals;             /* by ValueId */
 	uint32_t *uses;             /* remaining uses by ValueId */
+	RtObserve observe;          /* may be NULL */
+	void *octx;
 } Run;
 
 static void count_use(ValueId v, void *ctx)
@@ -185,6 +184,8 @@ static Status bind_inits(Run *r)
 				diag_error(v->loc, "constant '%s' has no tensor", sym_str(v->name));
 			return FAILED;
 		}
+		if (r->observe && v->kind == VK_CONST)
+			r->observe(r->octx, id, NULL, r->vals[id]);
 	}
 	return OK;
 }
@@ -219,6 +220,9 @@ static Status run_node(Run *r, const Node *n)
 		else
 			rt_free(out[i]);
 	}
+	for (uint32_t i = 0; s == OK && r->observe && i < n->nres; i++)
+		if (n->res[i])
+			r->observe(r->octx, n->res[i], n, r->vals[n->res[i]]);
 	if (s == OK)
 		node_each_use(n, drop_use, r);
 	free(in);
@@ -249,7 +253,14 @@ static Status run_nodes(Run *r, const RTensor *const *feeds)
 
 Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs)
 {
-	Run r = { m, m->graphs.v[0], { m, weights_dir ? weights_dir : ".", NULL }, rt_module_opset(m), NULL, NULL };
+	return rt_run_graph_observe(m, weights_dir, feeds, outs, NULL, NULL);
+}
+
+Status rt_run_graph_observe(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs,
+			    RtObserve observe, void *octx)
+{
+	Run r = { m, m->graphs.v[0], { m, weights_dir ? weights_dir : ".", NULL }, rt_module_opset(m), NULL, NULL,
+		  observe, octx };
 	r.vals = xcalloc(m->vals.n, sizeof *r.vals);
 	r.uses = xcalloc(m->vals.n, sizeof *r.uses);
 	Status s = run_nodes(&r, (const RTensor *const *)feeds);
@@ -277,4 +288,12 @@ Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, R
 	free(r.uses);
 	rt_weights_close(&r.weights);
 	return s;
+}
+
+const Node *rt_first_unrunnable(const Module *m)
+{
+	for (const Node *n = m->graphs.v[0]->first; n; n = n->next)
+		if (n->domain != S_onnx || !rt_kernel(n->op))
+			return n;
+	return NULL;
 }

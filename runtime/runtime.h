@@ -156,6 +156,43 @@ int rt_module_opset(const Module *m);
  * file in weights_dir.  On OK outs (malloc'd, g->nout entries) holds the
  * outputs, owned by the caller. */
 Status rt_run_graph(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs);
+/* The same, calling observe for every `const` value as it is bound (def
+ * NULL) and every node result as it is computed (def its node), before
+ * any of it is freed: t is borrowed, copy what must outlive the call
+ * (diff and -bisect-accuracy keep intermediate values this way). */
+typedef void (*RtObserve)(void *ctx, ValueId id, const Node *def, const RTensor *t);
+Status rt_run_graph_observe(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs,
+			    RtObserve observe, void *ctx);
+/* The first node of the main graph the interpreter has no kernel for
+ * (an ATen op, a function call, an op of another domain), or NULL. */
+const Node *rt_first_unrunnable(const Module *m);
+
+/* ---- compare.c: tensors against a reference, random inputs ---------------- */
+/* numpy's allclose, element by element: |got - want| <= atol + rtol * |want|
+ * (equal infinities agree, NaN never does).  shape_ok is 0 when the shapes
+ * differ; the errors are then not computed. */
+typedef struct RtCompare {
+	int shape_ok;
+	double max_abs, max_rel;
+	int64_t bad;                /* elements outside the tolerance */
+} RtCompare;
+RtCompare rt_compare(const RTensor *got, const RTensor *want, double rtol, double atol);
+/* Tensors kept by value name (diff and -bisect-accuracy hold a run's
+ * intermediate values this way).  put copies t; a name already held keeps
+ * its first tensor. */
+typedef struct RtValues {
+	RTensor **by_sym;
+	uint32_t cap;
+	struct { Sym *v; uint32_t n, cap; } names;
+} RtValues;
+void rt_values_put(RtValues *s, Sym name, const RTensor *t);
+const RTensor *rt_values_get(const RtValues *s, Sym name);   /* NULL if absent */
+void rt_values_free(RtValues *s);
+/* A tensor of the value's type filled from a seeded generator (*state):
+ * normal floats, integers in [0, 10), random bools.  NULL after a
+ * diagnostic at the value's location when its type is not a tensor of
+ * known dtype and dims (a symbolic dim needs an input given by the user). */
+RTensor *rt_random_for(const Value *v, uint64_t *state);
 
 /* ---- kernels_*.c: the kernels ---------------------------------------------- */
 /* Each family answers for its ops: elementwise math, comparisons, Where,

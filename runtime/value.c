@@ -56,12 +56,16 @@ RTensor *rt_new(Loc loc, DType t, int32_t rank, const int64_t *shape)
 
 RTensor *rt_from_data(Loc loc, DType t, int32_t rank, const int64_t *shape, const void *data, size_t nbytes)
 {
-	RTensor *r = rt_new(loc, t, rank, shape);
-	if (r && r->nbytes != nbytes) {
-		diag_error(loc, "tensor data holds %zu bytes, its shape needs %zu", nbytes, r->nbytes);
-		rt_free(r);
+	/* The size is checked before anything is allocated: a header may
+	 * claim more than memory holds. */
+	size_t elem = rt_elem_size(t);
+	int64_t n = rank >= 0 && rank <= RT_MAX_RANK ? rt_numel(rank, shape, elem) : -1;
+	if (elem && n >= 0 && (uint64_t)n * elem != nbytes) {
+		diag_error(loc, "tensor data holds %zu bytes, its shape needs %llu", nbytes,
+			   (unsigned long long)((uint64_t)n * elem));
 		return NULL;
 	}
+	RTensor *r = rt_new(loc, t, rank, shape);
 	if (r && nbytes)
 		memcpy(r->data, data, nbytes);
 	return r;

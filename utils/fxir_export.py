@@ -24,6 +24,7 @@ Command line: see `fxir_export.py --help`.
 """
 
 import argparse
+import contextlib
 import functools
 import importlib.util
 import inspect
@@ -31,6 +32,7 @@ import json
 import linecache
 import math
 import os
+import re
 import struct
 import sys
 import sysconfig
@@ -351,6 +353,118 @@ class _Provenance:
         return frames
 
 
+# The whole-layer recurrent calls (nn.LSTM, nn.GRU, nn.RNN) as ops of their
+# own: make_fx would otherwise record their per-step decomposition (every
+# gate of every time step).  They are written as aten::lstm.input and
+# friends, one call a layer.
+_RNN_SCHEMAS = {
+    "lstm": "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+            "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)",
+    "gru": "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+           "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+    "rnn_tanh": "rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+                "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+    "rnn_relu": "rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+                "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+}
+_RNN_NS = "onnxc_rnn"
+_RNN_LIBS = []
+
+
+def _rnn_ops():
+    """{torch._VF function: (name, the onnxc_rnn op)}, defined once."""
+    if not _RNN_LIBS:
+        lib = torch.library.Library(_RNN_NS, "DEF")
+        impl = torch.library.Library(_RNN_NS, "IMPL", "CPU")
+        for name, schema in _RNN_SCHEMAS.items():
+            lib.define(schema)
+            impl.impl(name, getattr(torch._VF, name))
+        _RNN_LIBS.extend([lib, impl])
+    ops = getattr(torch.ops, _RNN_NS)
+    return {getattr(torch._VF, n): (n, getattr(ops, n)) for n in _RNN_SCHEMAS}
+
+
+class _WholeRNNLayers(torch.overrides.TorchFunctionMode):
+    """While active, nn.LSTM/GRU/RNN calls on padded (not packed) input are
+    recorded as one call a layer.  Not for projections (proj_size) or
+    dropout between layers in training: those keep the per-step form."""
+
+    def __enter__(self):
+        self.ops = _rnn_ops()
+        return super().__enter__()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        hit = self.ops.get(func) if not kwargs and len(args) == 9 else None
+        if hit and isinstance(args[2], (list, tuple)):
+            inp, hx, params, has_biases, layers, dropout, train, bidir, batch_first = args
+            d = 2 if bidir else 1
+            per = (4 if has_biases else 2) * d
+            if len(params) == per * layers and not (train and dropout > 0 and layers > 1):
+                return self._layers(hit, args, d, per)
+        return func(*args, **(kwargs or {}))
+
+    @staticmethod
+    def _layers(hit, args, d, per):
+        name, op = hit
+        inp, hx, params, has_biases, layers, dropout, train, bidir, batch_first = args
+        if layers == 1:
+            return op(*args)
+        x, hs, cs = inp, [], []
+        for k in range(layers):
+            part = slice(k * d, (k + 1) * d)
+            h = [hx[0][part], hx[1][part]] if name == "lstm" else hx[part]
+            r = op(x, h, list(params[k * per:(k + 1) * per]), has_biases, 1, dropout, train,
+                   bidir, batch_first)
+            x = r[0]
+            hs.append(r[1])
+            if name == "lstm":
+                cs.append(r[2])
+        if name == "lstm":
+            return x, torch.cat(hs, 0), torch.cat(cs, 0)
+        return x, torch.cat(hs, 0)
+
+
+class _SpecializeDataDependent:
+    """While active (real-mode tracing only), an op whose result is data
+    (`tensor.item()`, `int(t)`, `if t.sum() > 0`, `.tolist()`) returns the
+    example's value instead of failing the trace: the graph is specialized to
+    it, as torch.jit.trace does, and a warning names the user's source line."""
+
+    def __init__(self, prov):
+        self.prov = prov
+        self.seen = set()
+
+    def __enter__(self):
+        import torch.fx.experimental.proxy_tensor as pt
+        self.pt = pt
+        self.orig = pt.proxy_call
+        tag = getattr(torch.Tag, "data_dependent_output", None)
+        me = self
+
+        def proxy_call(mode, func, args, kwargs):
+            if tag is not None and tag in func.tags:
+                return me._specialize(func, args, kwargs)
+            return me.orig(mode, func, args, kwargs)
+
+        pt.proxy_call = proxy_call
+        return self
+
+    def __exit__(self, *exc):
+        self.pt.proxy_call = self.orig
+        return False
+
+    def _specialize(self, func, args, kwargs):
+        value = func(*args, **kwargs)
+        frames = self.prov._user_frames()
+        where = "%s:%d" % (frames[-1][0], frames[-1][1]) if frames else "(unknown line)"
+        if where not in self.seen:
+            self.seen.add(where)
+            print("fxir_export: warning: %s: a tensor's value is read in Python (%s); the graph "
+                  "is specialized to the example's value %r and is valid only for inputs that give "
+                  "the same value" % (where, func.overloadpacket.__name__, value), file=sys.stderr)
+        return value
+
+
 @functools.lru_cache(maxsize=None)
 def _short_path_cached(fn, source_root, sys_path):
     return _short_path_uncached(fn, source_root, sys_path)
@@ -491,6 +605,8 @@ class _Export:
         self.source_root = os.getcwd()
         self.output_names = []   # user's names of the outputs, in order (may be short)
         self.output_dims = {}    # output index -> {dim: name}
+        self.non_persistent = set()   # keys of buffers that are not in the state_dict
+        self.ranges = {}         # dim name -> (lower, upper) when the tracer knows them
 
 
 def _node_types(node):
@@ -526,6 +642,8 @@ def _type_of(v, dims):
 def _op_name(target):
     if isinstance(target, torch._ops.OpOverload):
         ns, name = target._schema.name.split("::", 1)
+        if ns == _RNN_NS:
+            return "aten::%s.input" % name
         ov = target._overloadname
         return "%s::%s" % (ns, name) if ov == "default" else "%s::%s.%s" % (ns, name, ov)
     if isinstance(target, torch._ops.OpOverloadPacket):
@@ -582,6 +700,7 @@ class _Printer:
         self.wanted = {}    # FX node -> output name
         self.copies = []    # (output index, output name)
         self.typed = {}     # FX node -> its type text with the output's dim names
+        self.raw = {}       # FX node -> its value name, unquoted
         for i, o in enumerate(ex.outputs):
             want = ex.output_names[i] if i < len(ex.output_names) else None
             if not isinstance(o, torch.fx.Node):
@@ -595,9 +714,10 @@ class _Printer:
 
     def name_for(self, node):
         want = self.wanted.get(node)
-        if want is not None:
-            return want
-        return self.fresh(node.name)
+        if want is None:
+            want = self.fresh(node.name)
+        self.raw[node] = want
+        return want
 
     def type_for(self, node, val):
         t = self.typed.get(node)
@@ -707,6 +827,7 @@ class _Printer:
             kind, key = ex.placeholders[node]
             vname = self.fresh(key)
             self.names[node] = _value_name(vname)
+            self.raw[node] = vname
             ty = _type_of(_node_types(node), ex.dims)
             if kind == "input":
                 inputs.append("%s: %s" % (_value_name(vname), ty))
@@ -725,8 +846,10 @@ class _Printer:
                 t = _get_attr(gm, node.target)
                 if not isinstance(t, torch.Tensor):
                     raise ExportError("get_attr %s is not a tensor" % node.target)
-                vname = _value_name(self.fresh(node.name))
+                raw = self.fresh(node.name)
+                vname = _value_name(raw)
                 self.names[node] = vname
+                self.raw[node] = raw
                 decls.append(self.const_decl(vname, t))
                 continue
             if node.op != "call_function":
@@ -754,18 +877,67 @@ class _Printer:
             body.append("%s = aten::clone(%s) : %s" % (_value_name(want), outs[i], ty))
             outs[i] = _value_name(want)
             out_types[i] = ty
-        lines = ["graph @forward(%s) -> (%s) {" % (", ".join(inputs), ", ".join(out_types))]
+        self.returned = outs
+        meta = self.graph_meta(outs)
+        lines = ["graph @forward(%s) -> (%s)%s {" % (", ".join(inputs), ", ".join(out_types),
+                                                    " meta(%s)" % ", ".join(meta) if meta else "")]
         lines += ["  " + d for d in decls]
         lines += ["  " + b for b in body]
         lines.append("  return " + ", ".join(outs) if outs else "  return ()")
         lines.append("}")
         return lines
 
+    def graph_meta(self, outs):
+        """The graph's meta(...) entries: the named dims' ranges, and, on the
+        values (`input:NAME:KEY`, `initializer:...`, `output:...`,
+        docs/onnx.md), the FX name of each input, weight and output whose
+        name differs from it, non-persistent buffers, and the kind of the
+        tensors the trace captured (CONSTANT_TENSOR)."""
+        ex = self.ex
+        q = lambda k, v: "%s: %s" % (_quote(k), _quote(v))
+        meta = []
+        names = []
+        for v in ex.dims.names.values():
+            if isinstance(v, str) and v not in names:
+                names.append(v)
+        if names:
+            text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
+                             for n in names)
+            meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
+        renamed = []
+        for node in ex.gm.graph.nodes:
+            kind_key = ex.placeholders.get(node)
+            role = "input" if kind_key and kind_key[0] == "input" else "initializer"
+            if node.op == "placeholder" and self.raw.get(node, node.name) != node.name:
+                renamed.append((role, self.raw[node], node.name))
+            if node.op == "get_attr" or (kind_key and kind_key[0] == "const"):
+                key = "initializer:%s:pkg.torch.export.graph_signature.InputSpec." % self.raw[node]
+                meta += [q(key + "kind", "CONSTANT_TENSOR"), q(key + "persistent", "None")]
+            if kind_key and kind_key[0] == "buffer" and kind_key[1] in ex.non_persistent:
+                meta.append(q("initializer:%s:pkg.torch.export.graph_signature.InputSpec.persistent"
+                              % self.raw[node], "False"))
+        for o, printed in zip(ex.outputs, outs):
+            raw = self.raw.get(o) if printed == self.names.get(o) else printed[1:].strip('"')
+            if isinstance(o, torch.fx.Node) and raw and raw != o.name:
+                renamed.append(("output", raw, o.name))
+        meta += [q("%s:%s:pkg.torch.onnx.original_node_name" % (r, n), orig)
+                 for r, n, orig in renamed]
+        return meta
+
     def call(self, node, getitems):
         ex = self.ex
         op = _op_name(node.target)
         val = _node_types(node)
         n, multi = _num_results(node, val)
+        # make_fx's training-mode batch norm updates the running statistics
+        # in place, which the graph does not show: write torch.export's
+        # functional form and copy the new statistics into the buffers.
+        stats = node.args[3:5] if op == "aten::native_batch_norm" and len(node.args) > 5 \
+            and node.args[5] is True else ()
+        if len(stats) == 2 and all(isinstance(a, torch.fx.Node) for a in stats):
+            op = "aten::_native_batch_norm_legit_functional"
+        else:
+            stats = ()
         schema = getattr(node.target, "_schema", None)
         kinds = {}
         if schema is not None:
@@ -806,15 +978,26 @@ class _Printer:
             for i in range(n):
                 if results[i] is None:
                     results[i] = "_"
+            stat_copies = []
+            for a in stats:
+                new = _value_name(self.fresh(self.raw.get(a, a.name) + "_new"))
+                ty = _type_of(_node_types(a), ex.dims)
+                results.append(new)
+                types.append(ty)
+                stat_copies.append("%s = aten::copy_(%s, %s) : %s" % (
+                    _value_name(self.fresh("copy_" + self.raw.get(a, a.name))), self.names[a], new, ty))
             # Any unused result is `_`; a type list is only written when some is known.
             tystr = ", ".join(types)
             text = "%s = %s" % (", ".join(results), call)
             if any(t != "?" for t in types):
                 text += " : " + tystr
         prov = self.provenance(node)
+        prov.append("meta(%s: %s)" % (_quote("pkg.torch.onnx.fx_node"), _quote(node.format_node())))
         out = [text]
         if prov:
             out.append("    " + " ".join(prov))
+        for c in (stat_copies if multi else []):
+            out += [c, "    " + " ".join(prov)]
         return out
 
     def const_decl(self, vname, t):
@@ -928,7 +1111,11 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     inputs = example_inputs()
     named_dims = _NamedDimsOnly({id(t): dyn[li] for li, t in enumerate(inputs) if li in dyn},
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
-    with prov, _LinearNames(), (named_dims if mode == "symbolic" else _nullcontext()):
+    # Symbolic tracing runs on fake tensors, which the whole-layer ops have
+    # no kernel for: recurrent layers keep their per-step form there.
+    with prov, _LinearNames(), _NativeDropout(), \
+            (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
+            (contextlib.nullcontext() if mode == "symbolic" else _WholeRNNLayers()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     if mode == "real":
@@ -980,11 +1167,28 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     return ex
 
 
-class _nullcontext:
+class _NativeDropout:
+    """While active, training-mode F.dropout calls aten::native_dropout, so
+    that the graph holds one dropout op (torch 1.13 spells it on the CPU as
+    bernoulli_ on an empty tensor, div_ and mul, which reads as random
+    numbers, not as dropout)."""
+
     def __enter__(self):
+        import torch.nn.functional as F
+        self.F, self.orig = F, F.dropout
+        orig = self.orig
+
+        def dropout(input, p=0.5, training=True, inplace=False):
+            if not training or not isinstance(input, torch.Tensor):
+                return orig(input, p, training, inplace)
+            out = torch.ops.aten.native_dropout.default(input, float(p), True)[0]
+            return input.copy_(out) if inplace else out
+
+        F.dropout = dropout
         return self
 
     def __exit__(self, *exc):
+        self.F.dropout = self.orig
         return False
 
 
@@ -1461,7 +1665,8 @@ def _parse_stack_trace(text):
 # entry point
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
-           source_root=None, input_names=None, output_names=None, dynamic_axes=None):
+           source_root=None, input_names=None, output_names=None, dynamic_axes=None,
+           save_reference=False, training=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -1483,9 +1688,49 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     {"x": {0: "batch"}} or {"x": [0]} (automatic names "x_dynamic_axes_1",
     ...).  Output entries name the output's dims.  Give it or
     dynamic_shapes, not both.
+    save_reference: also write <stem>.ref.safetensors, the reference data
+    of `onnxc verify --ref` and `onnxc -bisect-accuracy=`: the example
+    inputs (input.<name>), PyTorch's outputs for them (output.<name>) and
+    every intermediate tensor of the traced graph (value.<name>), named as
+    in the .fxir.
+    training: the mode the model is traced in, as torch.onnx.export's
+    TrainingMode: EVAL (or False, "eval"), TRAINING (True, "train",
+    "training") or PRESERVE (None, the default here: the model's own mode).
+    The model's modes are restored afterwards.  In training mode batch norm
+    uses the batch's statistics and returns the updated running statistics
+    as extra outputs, and dropout is random.
     """
+    train = training_flag(training)
+    saved = [(m, m.training) for m in model.modules()]
+    if train is not None:
+        model.train(train)
+    try:
+        return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
+                       input_names, output_names, dynamic_axes, save_reference)
+    finally:
+        for m, mode in saved:
+            m.training = mode
+
+
+def training_flag(training):
+    """True (train), False (eval) or None (keep the model's mode) from
+    torch.onnx.TrainingMode, a bool, None or "eval"/"train"/"training"/
+    "preserve"."""
+    if training is None or isinstance(training, bool):
+        return training
+    key = str(getattr(training, "name", training)).lower()
+    table = {"eval": False, "train": True, "training": True, "preserve": None}
+    if key not in table:
+        raise ExportError("training must be a torch.onnx.TrainingMode, a bool or one of "
+                          "'eval', 'train', 'preserve', not %r" % (training,))
+    return table[key]
+
+
+def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
+            input_names, output_names, dynamic_axes, save_reference):
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    expected = _eager_outputs(model, args, kwargs) if save_reference else None
     input_names = list(input_names or [])
     output_names = list(output_names or [])
     leaf_names = []
@@ -1514,6 +1759,8 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
                           % (len(output_names), len(ex.outputs)))
     ex.output_names = output_names
     ex.output_dims = output_dims
+    ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in model.named_modules()
+                         for b in getattr(mod, "_non_persistent_buffers_set", ())}
     ex.module_name = type(model).__name__
     cls = type(model)
     ex.root_class = "%s.%s" % (cls.__module__, cls.__qualname__)
@@ -1522,13 +1769,80 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     stem = os.path.splitext(path)[0]
     st_path = stem + ".safetensors"
     ex.weights_file = os.path.basename(st_path)
-    text = _Printer(ex).module()
+    printer = _Printer(ex)
+    text = printer.module()
     write_safetensors(st_path, ex.weights)
+    if save_reference:
+        write_safetensors(stem + ".ref.safetensors",
+                          _reference(ex, printer, model, args, kwargs, expected))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
     os.replace(tmp, path)
     return text
+
+
+# ---------------------------------------------------------------------------
+# reference data (--save-reference)
+
+def _eager_outputs(model, args, kwargs):
+    """The model's flattened outputs, run before tracing (which may touch
+    buffers) on copies of the inputs."""
+    copy = lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v
+    with torch.no_grad():
+        out = model(*[copy(a) for a in args], **{k: copy(v) for k, v in (kwargs or {}).items()})
+    flat = []
+    _flatten_outputs(out, flat)
+    return [t.detach().clone() for t in flat if isinstance(t, torch.Tensor)]
+
+
+def _raw_name(printed):
+    """A value name as the .fxir spells it (%x, %"a/b"), without % and quotes."""
+    s = printed[1:]
+    if not s.startswith('"'):
+        return s
+    esc = {"n": "\n", "t": "\t", "r": "\r"}
+
+    def unescape(m):
+        e = m.group(1)
+        return chr(int(e[1:], 16)) if e[0] == "x" and len(e) == 3 else esc.get(e, e)
+    return re.sub(r"\\(x[0-9a-fA-F]{2}|.)", unescape, s[1:-1])
+
+
+def _reference(ex, printer, model, args, kwargs, expected):
+    """{input.<name>, output.<name>, value.<name>: tensor} for the example."""
+    leaves = []
+    for n, v, _ in _bind_inputs(model, args, kwargs):
+        _flatten(n, v, leaves)
+    inputs = iter(t for _, t in leaves)
+    ref, feed = {}, []
+    for node in ex.gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        kind, key = ex.placeholders[node]
+        if kind == "input":
+            t = next(inputs).detach().clone()
+            ref["input." + _raw_name(printer.names[node])] = t
+        else:
+            t = ex.weights_const[key] if kind == "const" else ex.weights[key]
+        feed.append(t.detach().clone())
+    names = printer.names
+
+    class Capture(torch.fx.Interpreter):
+        def run_node(self, node):
+            val = super().run_node(node)
+            if node.op != "placeholder" and node in names and isinstance(val, torch.Tensor):
+                # A copy now: an in-place op later must not change it.
+                ref.setdefault("value." + _raw_name(names[node]), val.detach().clone())
+            return val
+    with torch.no_grad():
+        Capture(ex.gm).run(*feed)
+    if len(expected) != len(printer.returned):
+        raise ExportError("the model returned %d tensors, the graph %d outputs"
+                          % (len(expected), len(printer.returned)))
+    for name, t in zip(printer.returned, expected):
+        ref["output." + _raw_name(name)] = t
+    return {k: v for k, v in ref.items() if v.dtype in _ST_DTYPE}
 
 
 def _check_names(input_names, output_names, leaf_names):
@@ -1641,6 +1955,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0, help="RNG seed for weights and inputs (default 0)")
     p.add_argument("--functionalize", action="store_true",
                    help="functionalize while tracing instead of keeping in-place ops")
+    p.add_argument("--save-reference", action="store_true",
+                   help="also write OUT.ref.safetensors: the example inputs (input.NAME), "
+                        "PyTorch's outputs (output.NAME) and the traced graph's intermediate "
+                        "values (value.NAME), as onnxc verify --ref and -bisect-accuracy= read them")
     a = p.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -1668,11 +1986,13 @@ def main(argv=None):
         dyn = {n: {0: "batch"} for n in params}
     try:
         export(model, tuple(inputs), a.output, dynamic_shapes=dyn,
-               keep_inplace=not a.functionalize)
+               keep_inplace=not a.functionalize, save_reference=a.save_reference)
     except ExportError as e:
         print("fxir_export: error: %s" % e, file=sys.stderr)
         return 1
-    print("wrote %s and %s" % (a.output, os.path.splitext(a.output)[0] + ".safetensors"))
+    stem = os.path.splitext(a.output)[0]
+    print("wrote %s and %s%s" % (a.output, stem + ".safetensors",
+                                 " and %s.ref.safetensors" % stem if a.save_reference else ""))
     return 0
 
 

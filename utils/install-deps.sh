@@ -7,7 +7,8 @@
 # Debian packages: the build (re2c, bison, protobuf-c, jansson, cmake), the
 # test tools (lit, FileCheck, not from llvm-19-tools), clang for libFuzzer,
 # torch/torchvision/onnx/numpy for the exporter and the end-to-end tests, and
-# ONNX's conformance test data. ONNX Runtime comes from the npm package
+# ONNX's conformance test data, graphviz (the report draws the graph with
+# dot; the tests that render it need it). ONNX Runtime comes from the npm package
 # onnxruntime-node, pinned in utils/node/package-lock.json; its native library
 # ships inside the package, so install scripts are not run. Last, a .pth file
 # makes the Python API (python/onnxc) importable by Debian's python3.
@@ -19,8 +20,8 @@ export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(
   build-essential cmake re2c bison protobuf-c-compiler libprotobuf-c-dev libjansson-dev
   llvm-19-tools clang libclang-rt-14-dev
-  python3-torch python3-torchvision python3-onnx python3-numpy
-  libonnx-testdata hyperfine locales
+  python3-torch python3-torchvision python3-torchaudio python3-onnx python3-numpy
+  libonnx-testdata hyperfine locales graphviz
 )
 
 say() { printf '== %s\n' "$*"; }

@@ -4,17 +4,19 @@
 #   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
 #                                ONNX conformance, the runtime's kernels on
 #                                ONNX's node tests, decompositions against
-#                                PyTorch, the Python API, end-to-end tests
+#                                PyTorch, the Python API, the exporter's
+#                                contract, end-to-end tests, the
+#                                torchvision/torchaudio zoo sweep
 #   bash utils/test.sh --quick   build, lit, kernels, decompositions, the
-#                                Python API and end-to-end only
+#                                Python API, the contract and end-to-end only
 #   bash utils/test.sh --fuzz-long[=SECONDS]
 #                                only the fuzz targets, each for SECONDS
 #                                (default 600), under ASan and UBSan
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
-# lit runs, the conformance and kernel suites, the Python API tests and the
-# end-to-end tests.
+# lit runs, the conformance and kernel suites, the Python API and contract
+# tests, the end-to-end tests and the zoo sweep.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +42,7 @@ for arg in "$@"; do
     --fuzz-long) FUZZ_LONG=600 ;;
     --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
       [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -283,10 +285,24 @@ header "python: test/python/test_api.py"
 counted python "rerun with -v -k NAME for the failing test" \
   env ONNXC="$REPO/build/onnxc" "$PY" test/python/test_api.py
 
+# ---- 6c. the exporter's contract ----
+header "contract: test/contract/run_contract.py"
+counted contract "rerun with -v -k NAME for the failing test" \
+  env ONNXC="$REPO/build/onnxc" "$PY" test/contract/run_contract.py
+
 # ---- 7. end-to-end ----
 header "e2e: test/e2e/run_e2e.py"
 counted e2e "rerun with --keep -k MODEL to keep the files" \
   env ONNXC_BUILD="$REPO/build/onnxc" "$PY" test/e2e/run_e2e.py
+
+# ---- 8. the zoo sweep ----
+header "zoo: torchvision and torchaudio through onnxc -O2 (test/zoo/run_zoo.py)"
+if [ "$QUICK" = 1 ]; then
+  echo "skipped: --quick"; note zoo "skipped: --quick"
+else
+  counted zoo "rerun with -k MODEL; the table is in build/zoo.md" \
+    "$PY" test/zoo/run_zoo.py --onnxc "$REPO/build/onnxc" -j"$JOBS" --markdown build/zoo.md
+fi
 
 finish
 [ "$TOTAL_FAIL" -eq 0 ]

@@ -113,7 +113,7 @@ def _external_flag(external_data):
 
 def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
            output_names=None, opset=18, optimize="O2", outline=False, report=None,
-           external_data=None, dynamic_axes=None):
+           external_data=None, dynamic_axes=None, training="eval"):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns `f`.
 
     Arguments that torch.onnx.export also has mean the same:
@@ -131,6 +131,11 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
       report          True (writes `<f stem>_report.md`) or a path: a
                       markdown conversion report, written also on failure
       external_data   True: large tensors go to `<f>.data`; a file name: there
+      training        torch.onnx.TrainingMode.EVAL (the default; also False or
+                      "eval"), TRAINING (True, "train", "training": batch norm
+                      with batch statistics, the updated running statistics
+                      as extra outputs, Dropout in training mode) or PRESERVE
+                      (None, "preserve": the model's own mode)
     onnxc's own:
       optimize        "O0", "O1" or "O2" (default)
       outline         True: nn.Modules become ONNX local functions; a list of
@@ -153,7 +158,7 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
         try:
             text = bridge.export(model, args, fxir, kwargs=kwargs, dynamic_shapes=dynamic_shapes,
                                  input_names=input_names, output_names=output_names,
-                                 dynamic_axes=dynamic_axes)
+                                 dynamic_axes=dynamic_axes, training=training)
         except bridge.ExportError as e:
             steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
             err = ConversionError("export: %s" % e, diagnostics=str(e))

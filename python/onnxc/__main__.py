@@ -32,6 +32,9 @@ def main(argv=None):
     p.add_argument("--external-data", action="store_true",
                    help="large tensors in OUT.onnx.data")
     p.add_argument("--report", action="store_true", help="write OUT_report.md")
+    p.add_argument("--training", default="eval", choices=("eval", "train", "preserve"),
+                   help="trace in eval mode (default), training mode (batch statistics, "
+                        "updated running statistics as outputs, Dropout) or the module's own")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
 
@@ -55,7 +58,8 @@ def main(argv=None):
                input_names=a.input_names.split(",") if a.input_names else None,
                output_names=a.output_names.split(",") if a.output_names else None,
                opset=a.opset, optimize="O" + a.optimize, outline=a.outline,
-               report=a.report or None, external_data=a.external_data or None)
+               report=a.report or None, external_data=a.external_data or None,
+               training=a.training)
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1

@@ -100,11 +100,14 @@ class C:
     compare), shape_only (compare shapes and dtypes, not values, e.g.
     uninitialised memory), xfail / skip (a reason), opset, ref (a NumPy
     function standing for PyTorch's op, for what the installed PyTorch
-    lacks: it gets the NumPy inputs and the literals)."""
+    lacks: it gets the NumPy inputs and the literals), mutated (the number
+    of model outputs functionalize adds after PyTorch's results for the
+    inputs the op writes, e.g. `out`, not compared)."""
 
     def __init__(self, op, *args, id=None, outputs=None, shape_only=False,
-                 xfail=None, skip=None, opset=None, ref=None, **kwargs):
+                 xfail=None, skip=None, opset=None, ref=None, mutated=0, **kwargs):
         self.op, self.args, self.kwargs = op, list(args), kwargs
+        self.mutated = mutated
         self.outputs, self.shape_only, self.ref = outputs, shape_only, ref
         self.xfail, self.skip, self.opset = xfail, skip, opset
         self.id = id or op.split("::", 1)[1]
@@ -283,6 +286,7 @@ A([
     C("aten::argmin", f("f32[3,4]"), id="argmin-flat"),
     C("aten::logsumexp", f("f32[3,4]"), [1]),
     C("aten::logsumexp", f("f32[3,4]"), [0], True, id="logsumexp-keepdim"),
+    C("aten::logsumexp", f("f32[3,4]"), [1], opset=17, id="logsumexp-opset17"),
     C("aten::cumsum", f("f32[3,4]"), 1),
     C("aten::cumsum", i("i64[3,4]"), 0, id="cumsum-i64"),
     C("aten::any", b("f32[3,4]")),
@@ -291,11 +295,15 @@ A([
     C("aten::all", X("bool[3,4]", lo=1), id="all-mixed"),
     C("aten::any.dim", b("f32[3,4]"), 1),
     C("aten::any.dim", b("f32[3,4]"), 0, True, id="any.dim-keepdim"),
+    C("aten::any.dim", b("f32[3,4]"), 1, opset=17, id="any.dim-opset17"),
     C("aten::var.correction", f("f32[3,4]"), [1], correction=0),
     C("aten::var.correction", f("f32[3,4]"), [0, 1], correction=0, keepdim=True,
       id="var.correction-keepdim"),
+    C("aten::var.correction", f("f32[3,4]"), [0, 1], correction=0, keepdim=True, opset=17,
+      id="var.correction-opset17"),
     C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [1]),
     C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [0], True, id="norm.ScalarOpt_dim-keepdim"),
+    C("aten::norm.ScalarOpt_dim", f("f32[3,4]"), 2, [1], opset=17, id="norm.ScalarOpt_dim-opset17"),
 ])
 
 # -- indexing.fxir --
@@ -538,6 +546,12 @@ A([
       f("f32[3]"), f("f32[3]", **POS), False, 0.1, 1e-5, outputs=[0]),
     C("aten::batch_norm", f("f32[2,3,4,4]"), f("f32[3]"), f("f32[3]"), f("f32[3]"),
       f("f32[3]", **POS), False, 0.1, 1e-5, True),
+    # Training mode: batch statistics (the running statistics' update is
+    # checked against nn.BatchNorm in test/contract/run_contract.py).
+    C("aten::native_batch_norm", f("f32[2,3,4,4]"), f("f32[3]"), f("f32[3]"), None, None,
+      True, 0.1, 1e-5, id="native_batch_norm-train"),
+    C("aten::native_batch_norm", f("f32[6,3]"), None, None, None, None,
+      True, 0.1, 1e-5, id="native_batch_norm-train-noaffine"),
     C("aten::native_layer_norm", f("f32[2,3,4]"), [4], f("f32[4]"), f("f32[4]"), 1e-5),
     C("aten::native_layer_norm", f("f32[2,3,4]"), [3, 4], None, None, 1e-5,
       id="native_layer_norm-noaffine"),
@@ -566,6 +580,7 @@ A([
     C("aten::gelu", f(), approximate="tanh", opset=20, id="gelu-tanh-opset20"),
     C("aten::silu", f()),
     C("aten::mish", f()),
+    C("aten::mish", f(), opset=17, id="mish-opset17"),
     C("aten::hardsigmoid", f(lo=-4.0, hi=4.0)),
     C("aten::hardswish", f(lo=-4.0, hi=4.0)),
     C("aten::softplus", f()),
@@ -579,6 +594,12 @@ A([
     C("aten::log_softmax.int", f("f32[3,4]"), 0, DT("f64"), id="log_softmax.int-dtype"),
     C("aten::dropout", f(), 0.5, False),
     C("aten::native_dropout", f(), 0.5, False),
+    # Training mode is random: p = 0 keeps everything (and the mask is all
+    # true); bernoulli with p 0 or 1 is certain.
+    C("aten::native_dropout", f(), 0.0, True, id="native_dropout-train-p0"),
+    C("aten::dropout", f(), 0.0, True, id="dropout-train-p0"),
+    C("aten::bernoulli.p", f(), 1.0, id="bernoulli.p-1"),
+    C("aten::bernoulli.p", f(), 0.0, id="bernoulli.p-0"),
     C("aten::feature_dropout", f(F234), 0.5, False),
     C("aten::embedding", f("f32[10,4]"), i("i64[2,3]", lo=0, hi=10)),
 ])
@@ -596,6 +617,37 @@ A([
     C("aten::rnn_relu_cell", f("f32[2,3]"), f("f32[2,4]"), f("f32[4,3]"), f("f32[4,4]"),
       f("f32[4]"), f("f32[4]")),
 ])
+
+# -- rnn_layers.fxir: one layer a call; T=5, B=2, I=3, H=4 --
+def _rnn_params(gates, bias, bidir):
+    one = [f("f32[%d,3]" % (gates * 4)), f("f32[%d,4]" % (gates * 4))]
+    if bias:
+        one += [f("f32[%d]" % (gates * 4)), f("f32[%d]" % (gates * 4))]
+    two = [f("f32[%d,3]" % (gates * 4)), f("f32[%d,4]" % (gates * 4))]
+    if bias:
+        two += [f("f32[%d]" % (gates * 4)), f("f32[%d]" % (gates * 4))]
+    return one + (two if bidir else [])
+
+
+def _rnn_cases():
+    cases = []
+    for bias, bidir, batch_first in ((True, False, False), (True, True, True),
+                                     (False, False, True), (False, True, False)):
+        d = 2 if bidir else 1
+        x = f("f32[2,5,3]") if batch_first else f("f32[5,2,3]")
+        tag = "%s-%s-%s" % ("bias" if bias else "nobias", "bidir" if bidir else "uni",
+                            "batch_first" if batch_first else "seq_first")
+        cases.append(C("aten::lstm.input", x, [f("f32[%d,2,4]" % d), f("f32[%d,2,4]" % d)],
+                       _rnn_params(4, bias, bidir), bias, 1, 0.0, False, bidir, batch_first,
+                       id="lstm.input-" + tag))
+        for op, gates in (("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+            cases.append(C("aten::%s.input" % op, x, f("f32[%d,2,4]" % d),
+                           _rnn_params(gates, bias, bidir), bias, 1, 0.0, False, bidir,
+                           batch_first, id="%s.input-%s" % (op, tag)))
+    return cases
+
+
+A(_rnn_cases())
 
 # -- attention.fxir --
 def np_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -839,6 +891,12 @@ A([
     C("aten::_weight_norm_interface", f("f32[4,3,2]"), f("f32[1,3,1]"), 1, ref=np_weight_norm,
       id="_weight_norm_interface-middle"),
 ])
+
+
+# -- the rest of the core ATen opset and the ops real models meet
+#    (decomps/core_*.fxir): test/decomp/cases_core.py --
+import cases_core  # noqa: E402
+A(cases_core.cases(sys.modules[__name__]))
 
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
@@ -1121,7 +1179,8 @@ def run_case(case, onnxc, workdir, index):
     except ortlib.OrtError as e:
         raise Failure("ONNX Runtime: %s" % first_lines(str(e), 1)[:300])
     which = case.outputs if case.outputs is not None else range(len(ref))
-    return compare(ref, list(got.values()), which, case.shape_only)
+    got = list(got.values())
+    return compare(ref, got[:len(got) - case.mutated], which, case.shape_only)
 
 
 def find_onnxc(arg):

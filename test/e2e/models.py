@@ -199,6 +199,30 @@ def lstm():
     return LSTMModel().eval(), (torch.randn(2, 5, 8),), None
 
 
+class RecurrentStack(nn.Module):
+    """Two-layer bidirectional GRU (batch first) feeding a two-layer LSTM
+    given its initial state, and a ReLU RNN without biases: one ONNX node a
+    layer, the layers chained by the bridge."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 12, num_layers=2, bidirectional=True, batch_first=True)
+        self.lstm = nn.LSTM(24, 10, num_layers=2)
+        self.rnn = nn.RNN(10, 6, nonlinearity="relu", bias=False)
+
+    def forward(self, x, h0, c0):
+        y, hg = self.gru(x)
+        z, (h, c) = self.lstm(y.transpose(0, 1), (h0, c0))
+        w, hr = self.rnn(z)
+        return w, hg, h, c, hr
+
+
+def recurrent_stack():
+    _seed()
+    return (RecurrentStack().eval(),
+            (torch.randn(3, 7, 8), torch.randn(2, 3, 10), torch.randn(2, 3, 10)), None)
+
+
 # -- a model that mutates a buffer -------------------------------------------
 
 class Counter(nn.Module):
@@ -276,6 +300,7 @@ ZOO = {
     "maxvit_t": maxvit_t,
     "transformer_encoder": transformer_encoder,
     "lstm": lstm,
+    "recurrent_stack": recurrent_stack,
     "buffer_mutation": buffer_mutation,
     "dynamic_batch": dynamic_batch,
     "int_arith": int_arith,

@@ -2,7 +2,8 @@
 #
 # Run with:  /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv test/lit
 # Substitutions: %onnxc %decomps %examples %inputs %python %ort_run.
-# Features: asan (ONNXC_SANITIZE=1), ort (onnxruntime-node installed).
+# Features: asan (ONNXC_SANITIZE=1), ort (onnxruntime-node installed), dot
+# (Graphviz installed).
 # The binary under test is $ONNXC_BUILD (the onnxc binary, or a build
 # directory holding it), by default <repo>/build/onnxc.
 
@@ -49,6 +50,11 @@ config.substitutions.append(("%ort_run", "node " + os.path.join(repo, "utils", "
 # `REQUIRES: ort` for tests that run a model in ONNX Runtime (utils/install-deps.sh).
 if os.path.exists(os.path.join(repo, "utils", "node", "node_modules", "onnxruntime-node")):
     config.available_features.add("ort")
+
+# `REQUIRES: dot` for tests that render a graph with Graphviz.
+import shutil
+if shutil.which("dot"):
+    config.available_features.add("dot")
 
 if os.environ.get("ONNXC_SANITIZE") == "1":
     config.available_features.add("asan")

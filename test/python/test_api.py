@@ -67,7 +67,20 @@ class PinsBatch(torch.nn.Module):
         return x.reshape(4, 6) * 2
 
 
-class ApiTest(unittest.TestCase):
+class ReadsValues(torch.nn.Module):
+    """Reads tensor values in Python: a length and a branch condition."""
+    def forward(self, x, lengths):
+        n = int(lengths.max())
+        mask = torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)
+        y = x[:, :n] * mask.unsqueeze(-1)
+        if y.sum() > 0:
+            return y + 1
+        return y - 1
+
+
+class TempDirTest(unittest.TestCase):
+    """Each test in a fresh temporary directory, torch seeded."""
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="onnxc-api-test.")
         torch.manual_seed(0)
@@ -78,6 +91,9 @@ class ApiTest(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+
+class ApiTest(TempDirTest):
 
     def check_runs(self, model, f, feeds, args):
         with torch.no_grad():
@@ -202,6 +218,27 @@ class ApiTest(unittest.TestCase):
         self.assertIn("'batch'", str(cm.exception))
         self.assertIn("trace with a size >= 2", str(cm.exception))
 
+    def test_data_dependent_values(self):
+        """Python reading a tensor's value specializes the graph to the
+        example, with a warning naming the line, instead of failing."""
+        import contextlib
+        import io
+        model = ReadsValues()
+        x, lengths = torch.rand(2, 6, 3), torch.tensor([4, 2])
+        f = self.path("reads.onnx")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            onnxc.export(model, (x, lengths), f)
+        lines = [l for l in err.getvalue().splitlines() if "a tensor's value is read" in l]
+        self.assertEqual(len(lines), 2, err.getvalue())
+        self.assertRegex(lines[0], r"test_api\.py:\d+: .*specialized to the example's value 4")
+        self.assertRegex(lines[1], r"specialized to the example's value True")
+        feeds = {"x": x.numpy(), "lengths": lengths.numpy()}
+        self.check_runs(model, f, feeds, (x, lengths))
+        # Other inputs that read the same values give PyTorch's results too.
+        x2, l2 = torch.rand(2, 6, 3), torch.tensor([1, 4])
+        self.check_runs(model, f, {"x": x2.numpy(), "lengths": l2.numpy()}, (x2, l2))
+
     def test_bad_names(self):
         with self.assertRaises(onnxc.ConversionError):
             onnxc.export(MLP(), (torch.randn(2, 16),), self.path("n.onnx"),
@@ -224,15 +261,17 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(dims(onnx.load(f).graph.input[0]), ["batch", 5])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(case=None, doc=None):
+    """Runs the tests of `case` (default ApiTest) with -v and -k; the last
+    line printed is the counts."""
+    ap = argparse.ArgumentParser(description=(doc or __doc__).split("\n\n")[0])
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("-k", dest="pattern", action="append", help="run tests matching PATTERN")
     a = ap.parse_args()
     loader = unittest.TestLoader()
     if a.pattern:
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
-    suite = loader.loadTestsFromTestCase(ApiTest)
+    suite = loader.loadTestsFromTestCase(case or ApiTest)
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)

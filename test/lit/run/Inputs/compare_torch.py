@@ -4,9 +4,7 @@ with an output onnxc run wrote.
 
     compare_torch.py MODEL INPUT.npy RESULT.safetensors OUTPUT_NAME
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -17,19 +15,7 @@ sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "utils"))
 
 import make_examples  # noqa: E402
-
-TYPES = {"F32": np.float32, "I64": np.int64}
-
-
-def load(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    out = {}
-    for name, e in json.loads(data[8:8 + n]).items():
-        if name != "__metadata__":
-            b, end = e["data_offsets"]
-            out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype=TYPES[e["dtype"]]).reshape(e["shape"])
-    return out
+from stfile import load  # noqa: E402
 
 
 name, inp, result, output = sys.argv[1:5]

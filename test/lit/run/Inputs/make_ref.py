@@ -1,14 +1,14 @@
 """Writes a reference file for `onnxc verify`: the bundled MLP example run
 in PyTorch on a fixed input, saved as input.x and output.addmm_1.
 
-    make_ref.py OUT.safetensors [SCALE]
+    make_ref.py OUT.safetensors [SCALE] [--values]
 
 SCALE multiplies the expected output (1 by default), so a test can make
-a reference the model does not match.
+a reference the model does not match.  --values also saves the
+intermediate values as value.<name>, named as in examples/mlp.fxir
+(addmm: fc1's output, relu), for -bisect-accuracy.
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -19,37 +19,20 @@ sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "utils"))
 
 import make_examples  # noqa: E402
+from stfile import load, save  # noqa: E402
 
-
-def load(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    out = {}
-    for name, e in json.loads(data[8:8 + n]).items():
-        if name != "__metadata__":
-            b, end = e["data_offsets"]
-            out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype=np.float32).reshape(e["shape"])
-    return out
-
-
-def save(path, arrays):
-    hdr, data = {}, b""
-    for name, a in arrays.items():
-        b = np.ascontiguousarray(a).tobytes()
-        hdr[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [len(data), len(data) + len(b)]}
-        data += b
-    h = json.dumps(hdr, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
-
-
-out = sys.argv[1]
-scale = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+args = [a for a in sys.argv[1:] if a != "--values"]
+out = args[0]
+scale = float(args[1]) if len(args) > 1 else 1.0
 model = make_examples.MLP().eval()
 weights = load(os.path.join(REPO, "examples", "mlp.safetensors"))
 model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in weights.items()})
 x = np.random.default_rng(3).standard_normal((4, 16), dtype=np.float32)
 with torch.no_grad():
     y = model(torch.from_numpy(x)).numpy() * np.float32(scale)
-save(out, {"input.x": x, "output.addmm_1": y})
+    addmm = model.fc1(torch.from_numpy(x))
+    relu = torch.relu(addmm)
+arrays = {"input.x": x, "output.addmm_1": y}
+if "--values" in sys.argv:
+    arrays.update({"value.addmm": addmm.numpy(), "value.relu": relu.numpy()})
+save(out, arrays)
