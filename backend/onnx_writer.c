@@ -1200,7 +1200,7 @@ static void out_write(OutFile *o, const void *p, size_t n)
 }
 
 /* Tensor payloads go out in slices; a slice read from the weights mapping
- * is dropped from the resident set once written, so peak memory stays near
+ * (or an imported model's external data, ir/mapped.c) is dropped from the resident set once written, so peak memory stays near
  * one slice however large the weights are (mapped pages that were read
  * count in RSS until released, even though the kernel could reclaim them). */
 static void out_payload(OutFile *o, const SafeTensors *st, const uint8_t *p, size_t n)
@@ -1209,6 +1209,7 @@ static void out_payload(OutFile *o, const SafeTensors *st, const uint8_t *p, siz
 		size_t c = n - i < PAYLOAD_SLICE ? n - i : PAYLOAD_SLICE;
 		out_write(o, p + i, c);
 		safetensors_release(st, p + i, c);
+		mapped_release(p + i, c);
 		progress_add(c);
 	}
 }

@@ -2,7 +2,9 @@
  *
  * protobuf-c unpacks with an allocator that draws from the module's arena,
  * so tensor payloads (raw_data, typed fields, strings) are already where
- * the IR keeps them and are never copied a second time.  Names resolve
+ * the IR keeps them and are never copied a second time.  External data
+ * is not copied at all: its file stays mapped read-only for the module's
+ * life (ir/mapped.c) and tensors point into the mapping.  Names resolve
  * through one table indexed by Sym: a graph's names are entered as they
  * are defined and removed when the graph ends, so a subgraph sees the
  * names of the graphs around it (ONNX outer-scope capture) and a use
@@ -19,7 +21,7 @@
 #include "frontend.h"
 #include "onnx.pb-c.h"
 
-typedef struct ExtFile {        /* an external-data file, mapped once */
+typedef struct ExtFile {        /* an external-data file, mapped once for the module's life */
 	Sym location;
 	const uint8_t *map;
 	size_t size;
@@ -335,6 +337,7 @@ static const ExtFile *ext_file(Imp *imp, const char *loc)
 	f.map = map_file(imp, real, &f.size, O_NOFOLLOW | O_NONBLOCK);
 	if (!f.map)
 		return NULL;
+	mapped_add(imp->m, f.map, f.size);  /* the module's tensors point into it */
 	VEC_PUSH(imp->a, imp->ext, f);
 	return &imp->ext.v[imp->ext.n - 1];
 }
@@ -360,7 +363,7 @@ static int external_data(Imp *imp, const Onnx__TensorProto *p, Tensor *t)
 	if (o > f->size || l > f->size - o)
 		return fail(imp, "tensor '%s': external data [%llu, +%llu) lies outside '%s' (%zu bytes)",
 			p->name ? p->name : "", (unsigned long long)o, (unsigned long long)l, loc, f->size);
-	t->data = arena_dup(imp->a, f->map + o, (size_t)l);
+	t->data = f->map + o;       /* left in the mapping: never copied */
 	return 0;
 }
 
@@ -1061,10 +1064,9 @@ static char *model_dir(Arena *a, const char *path)
 	return arena_strndup(a, path, s == path ? 1 : (size_t)(s - path));
 }
 
+/* External-data mappings stay: the module owns them (module_free). */
 static void imp_free(Imp *imp)
 {
-	for (uint32_t i = 0; i < imp->ext.n; i++)
-		unmap(imp->ext.v[i].map, imp->ext.v[i].size);
 	free(imp->bysym);
 }
 

@@ -54,6 +54,7 @@ void module_free(Module *m)
 	hashmap_free(&m->outlined);
 	free(m->vals.v);
 	arena_free(&m->arena);
+	mapped_drop(m);
 	free(m);
 }
 
@@ -225,12 +226,41 @@ Arg arg_copy(Arena *a, const Arg *src)
 	return d;
 }
 
+/* Large payloads are compared and hashed a slice at a time, each slice
+ * released once read (mapped_release), so a tensor left in a file mapping
+ * is never resident whole. */
+static int bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i += MAPPED_SLICE) {
+		size_t c = n - i < MAPPED_SLICE ? n - i : MAPPED_SLICE;
+		int eq = memcmp(a + i, b + i, c) == 0;
+		mapped_release(a + i, c);
+		mapped_release(b + i, c);
+		if (!eq)
+			return 0;
+	}
+	return 1;
+}
+
+static uint64_t bytes_hash(const uint8_t *p, size_t n)
+{
+	if (n <= MAPPED_SLICE)
+		return hash_mem(p, n);
+	uint64_t h = 0;
+	for (size_t i = 0; i < n; i += MAPPED_SLICE) {
+		size_t c = n - i < MAPPED_SLICE ? n - i : MAPPED_SLICE;
+		h = (h ^ hash_mem(p + i, c)) * 0xc4ceb9fe1a85ec53ull;
+		mapped_release(p + i, c);
+	}
+	return h;
+}
+
 static int tensor_identical(const Tensor *a, const Tensor *b)
 {
 	if (!type_equal(a->type, b->type) || a->nbytes != b->nbytes || a->name != b->name)
 		return 0;
 	if (a->type->dtype != DT_STR)
-		return a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0;
+		return bytes_equal(a->data, b->data, a->nbytes);
 	int64_t n = type_numel(a->type);
 	for (int64_t i = 0; i < n; i++)
 		if (a->strs[i].n != b->strs[i].n || memcmp(a->strs[i].s, b->strs[i].s, a->strs[i].n) != 0)
@@ -272,7 +302,7 @@ uint64_t arg_hash(const Arg *a)
 	case A_STR: return h ^ hash_mem(a->u.s.s, a->u.s.n);
 	case A_IDENT: case A_ATTRREF: case A_PARAM: return h ^ a->u.sym;
 	case A_VALUE: return h ^ ((uint64_t)a->u.v * 0xff51afd7ed558ccdull);
-	case A_TENSOR: return h ^ (a->u.t->data ? hash_mem(a->u.t->data, a->u.t->nbytes) : 0);
+	case A_TENSOR: return h ^ (a->u.t->data ? bytes_hash(a->u.t->data, a->u.t->nbytes) : 0);
 	case A_GRAPH: return h ^ (uint64_t)(uintptr_t)a->u.g;
 	case A_LIST:
 		for (uint32_t i = 0; i < a->n; i++)

@@ -244,6 +244,23 @@ typedef struct Tensor {
 	Sym name;                   /* ONNX TensorProto.name, may be 0 */
 } Tensor;
 
+/* mapped.c: read-only file mappings tensors point into (ONNX external
+ * data), owned by a module and unmapped by module_free.  mapped_release
+ * drops the pages of [p, p+n) from the resident set when they lie in such
+ * a mapping (no-op otherwise): code streaming through a large tensor calls
+ * it on each slice once done, so RSS stays near one slice. */
+void mapped_add(const void *owner, const void *p, size_t n);
+void mapped_release(const void *p, size_t n);
+void mapped_drop(const void *owner);
+/* An unlinked temporary file ($TMPDIR, else /tmp), -1 on failure;
+ * mapped_fd maps its first n bytes read-only for owner and closes it
+ * (NULL on failure); mapped_spill writes data to such a file and maps it:
+ * the bytes leave the heap and count in RSS only while being read. */
+int mapped_tmp(void);
+const uint8_t *mapped_fd(const void *owner, int fd, size_t n);
+const uint8_t *mapped_spill(const void *owner, const void *data, size_t n);
+enum { MAPPED_SLICE = 8 * 1024 * 1024 };
+
 /* tensor.c: element access; tensor_put returns 0 if the number does not
  * fit the dtype (ints into int dtypes only). */
 int dtype_is_float(DType t);

@@ -19,15 +19,19 @@
  *
  * Parameters and buffers (weights in the safetensors file) fold too (a
  * Transpose of a weight becomes the transposed weight), read from the
- * mmap'd file one node at a time; their results are held as inline
- * constants until the model is written, so they have a total budget of
- * 512 MB, past which weight results stay ops.
+ * mmap'd file one node at a time; their results go to a temporary file
+ * and are mapped from it (ir/mapped.c), so they leave the heap; only when
+ * no temporary file can be made are they held in memory, with a total
+ * budget of 512 MB, past which weight results stay ops.  A Transpose of a
+ * large 2-D weight or constant is streamed band by band into that file
+ * (stream_transpose), never resident whole.
  *
  * One walk over every graph (module_walk), in order, so a chain of
  * constant nodes folds front to back in one pass.  A kernel that refuses
  * its operands (a dtype it lacks) is not an error: the node stays. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "passes.h"
 #include "runtime.h"
 
@@ -104,8 +108,8 @@ static int inputs_constant(const Fold *f, const Node *n, size_t *bytes, int *wei
 	return 1;
 }
 
-/* Results folded from weights are held in memory until the model is
- * written (an inline `const`), so they have a total budget too. */
+/* Results folded from weights that could not go to a temporary file are
+ * held in memory until the model is written, so they have a total budget. */
 enum { WEIGHT_FOLD_TOTAL = 512u << 20 };
 
 static int within_budget(const Fold *f, const RTensor *r, size_t in_bytes)
@@ -234,27 +238,104 @@ static void name_after_weight(Fold *f, const Node *n, ValueId r, const uint8_t *
 	val(f->m, r)->name = value_fresh_name(f->m, sym_cstr(buf));
 }
 
-/* Each result of n becomes a `const` value of n's graph, keeping its
- * ValueId and type; n goes. */
-static void replace_by_inits(Fold *f, Node *n, RTensor **out)
+/* Result i of n becomes the `const` value t of n's graph, keeping its
+ * ValueId and type. */
+static void define_init(Fold *f, Node *n, uint32_t i, Tensor *t)
 {
-	Graph *g = n->graph;
+	Value *v = val(f->m, n->res[i]);
+	v->kind = VK_CONST;
+	v->init = t;
+	v->def = NULL;
+	v->res = 0;
+	v->loc = n->loc;
+	if (!v->type)
+		v->type = t->type;
+	name_after_weight(f, n, n->res[i], f->is_out);
+	VEC_PUSH(&f->m->arena, n->graph->inits, n->res[i]);
+}
+
+/* A result folded from weights of at least SPILL_MIN bytes goes to a
+ * temporary file, mapped (ir/mapped.c): it leaves the heap, and the writer
+ * streams it out like a weight.  NULL for a smaller one (a file each
+ * would cost more than the bytes: thousands of small weights took seconds
+ * of file creation) or if no temporary file can be made: it is then held
+ * in memory, within WEIGHT_FOLD_TOTAL. */
+enum { SPILL_MIN = 1 << 20 };
+
+static Tensor *spilled(Fold *f, const RTensor *r)
+{
+	const uint8_t *p = r->nbytes >= SPILL_MIN ? mapped_spill(f->m, r->data, r->nbytes) : NULL;
+	if (!p)
+		return NULL;
+	RTensor head = *r;
+	head.nbytes = 0;
+	Tensor *t = to_ir(f, &head);
+	t->nbytes = r->nbytes;
+	t->data = p;
+	return t;
+}
+
+/* Each result of n becomes a `const` value of n's graph; n goes. */
+static void replace_by_inits(Fold *f, Node *n, RTensor **out, int weights)
+{
 	for (uint32_t i = 0; i < n->nres; i++) {
 		if (!n->res[i])
 			continue;
-		Value *v = val(f->m, n->res[i]);
-		Tensor *t = to_ir(f, out[i]);
-		v->kind = VK_CONST;
-		v->init = t;
-		v->def = NULL;
-		v->res = 0;
-		v->loc = n->loc;
-		if (!v->type)
-			v->type = t->type;
-		name_after_weight(f, n, n->res[i], f->is_out);
-		VEC_PUSH(&f->m->arena, g->inits, n->res[i]);
+		Tensor *t = weights ? spilled(f, out[i]) : NULL;
+		if (!t) {
+			t = to_ir(f, out[i]);
+			f->weight_bytes += weights ? out[i]->nbytes : 0;
+		}
+		define_init(f, n, i, t);
 	}
-	node_remove(g, n);
+	node_remove(n->graph, n);
+}
+
+/* Transpose of a large 2-D weight or constant is streamed into a
+ * temporary file a band at a time (runtime/transpose_stream.c) instead of
+ * through the kernel, which would hold the weight and its transpose in
+ * memory whole.  Returns 1 when n was folded so. */
+static int stream_transpose(Fold *f, Node *n)
+{
+	if (n->op != OP_ONNX_Transpose || n->domain != S_onnx || n->nargs != 1 || n->nres != 1 || !n->res[0] ||
+	    n->args[0].kind != A_VALUE)
+		return 0;
+	ValueId x = n->args[0].u.v;
+	const Type *t = val(f->m, x)->type;
+	const Arg *perm = n->nkw == 1 && n->kw[0].name == S_perm ? &n->kw[0].val : NULL;
+	if ((!is_weight(f, x) && !const_tensor(f->m, x)) || !t || t->kind != TY_TENSOR || t->rank != 2 ||
+	    type_numel(t) < 0 || t->dtype == DT_STR || dtype_bits((DType)t->dtype) % 8 != 0 || (n->nkw && !perm))
+		return 0;
+	if (perm && (perm->kind != A_LIST || perm->n != 2 || perm->u.list[0].u.i != 1 || perm->u.list[1].u.i != 0))
+		return 0;
+	size_t es = (size_t)dtype_bits((DType)t->dtype) / 8, nbytes;
+	int64_t rows = t->dims[0].v, cols = t->dims[1].v;
+	if ((size_t)(rows * cols) * es < MAPPED_SLICE)
+		return 0;           /* small: the kernel does it */
+	diag_mute(1);
+	const uint8_t *src = rt_value_bytes(&f->weights, x, &nbytes);
+	diag_mute(0);
+	int fd = src && nbytes == (size_t)(rows * cols) * es ? mapped_tmp() : -1;
+	if (fd < 0)
+		return 0;
+	if (rt_transpose_to_fd(&f->weights, src, rows, cols, es, fd) != OK) {
+		close(fd);
+		return 0;
+	}
+	const uint8_t *p = mapped_fd(f->m, fd, nbytes);
+	if (!p)
+		return 0;
+	Arena *a = &f->m->arena;
+	Dim *dims = ARENA_ARRAY(a, Dim, 2);
+	dims[0] = (Dim){ cols, 0 };
+	dims[1] = (Dim){ rows, 0 };
+	Tensor *r = ARENA_NEW(a, Tensor);
+	r->type = type_tensor(a, (DType)t->dtype, 2, dims);
+	r->nbytes = nbytes;
+	r->data = p;
+	define_init(f, n, 0, r);
+	node_remove(n->graph, n);
+	return 1;
 }
 
 static int fits(const Fold *f, RTensor **out, uint32_t nres, size_t in_bytes)
@@ -313,7 +394,7 @@ static void try_fold(Fold *f, Node *n)
 	RTensor *in[MAX_IN] = { 0 };
 	size_t in_bytes;
 	int weights;
-	if (never_folds(n) || !inputs_constant(f, n, &in_bytes, &weights))
+	if (never_folds(n) || !inputs_constant(f, n, &in_bytes, &weights) || stream_transpose(f, n))
 		return;
 	if (weights && f->weight_bytes + in_bytes > WEIGHT_FOLD_TOTAL)
 		return;
@@ -332,10 +413,8 @@ static void try_fold(Fold *f, Node *n)
 	ok = ok && rt_eval_node(n, f->opset, in, n->nargs, out) == OK;
 	ok = diag_mute(0) == 0 && ok;
 	if (ok && fits(f, out, n->nres, in_bytes)) {
-		for (uint32_t i = 0; weights && i < n->nres; i++)
-			f->weight_bytes += out[i]->nbytes;
 		if (weights || any_large(out, n->nres))
-			replace_by_inits(f, n, out);
+			replace_by_inits(f, n, out, weights);
 		else
 			replace_by_constants(f, n, out);
 	}

@@ -107,6 +107,17 @@ RTensor *rt_weight(RtWeights *w, ValueId id);
  * that is none of these. */
 RTensor *rt_value_tensor(RtWeights *w, ValueId id);
 void rt_weights_close(RtWeights *w);
+/* The bytes of a param, buffer or constant where they lie (the weights
+ * file's mapping, an imported model's external data, the IR), not a copy;
+ * NULL for a value without bytes, after a diagnostic for a missing weight. */
+const uint8_t *rt_value_bytes(RtWeights *w, ValueId id, size_t *nbytes);
+/* Drops [p, p+n) from the resident set when it lies in the weights file's
+ * mapping or an external-data mapping (ir/mapped.c); no-op otherwise. */
+void rt_weights_release(RtWeights *w, const void *p, size_t n);
+/* transpose_stream.c: the transpose of the rows x cols matrix at src
+ * (elements of esize bytes) written to fd, a band of rows at a time,
+ * releasing each band of src once read; FAILED if a write fails. */
+Status rt_transpose_to_fd(RtWeights *w, const uint8_t *src, int64_t rows, int64_t cols, size_t esize, int fd);
 
 /* ---- interp.c: running a graph, and what kernels ask of their node --------- */
 /* A kernel reads its node's attributes through the context and reports

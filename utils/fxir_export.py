@@ -99,8 +99,10 @@ class ExportError(Exception):
 # ---------------------------------------------------------------------------
 # tensors as bytes; safetensors
 
-def _tensor_bytes(t):
-    """Little-endian bytes of a tensor in row-major order."""
+def _tensor_array(t):
+    """A numpy array over a tensor's bytes in row-major order, little-endian:
+    a view of the tensor's own storage when it is a contiguous CPU tensor
+    (no copy), else a copy of that one tensor."""
     if sys.byteorder != "little":
         raise ExportError("big-endian hosts are not supported")
     t = t.detach().to("cpu").contiguous()
@@ -113,7 +115,12 @@ def _tensor_bytes(t):
                          torch.complex64, torch.complex128):
         # float8 and unsigned types without numpy support: reinterpret bytes.
         t = t.view(torch.uint8)
-    return t.numpy().tobytes()
+    return t.numpy()
+
+
+def _tensor_bytes(t):
+    """Little-endian bytes of a tensor in row-major order."""
+    return _tensor_array(t).tobytes()
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -122,7 +129,9 @@ def write_safetensors(path, tensors, metadata=None):
     Layout: u64 little-endian header size, a JSON header padded with spaces
     to a multiple of 8, then the tensors packed without holes.  Tensors are
     ordered by element size (largest first), then name, so that every tensor
-    starts at an offset aligned to its element size.
+    starts at an offset aligned to its element size.  Each tensor is written
+    straight from its storage, one at a time: no copy of the weights is
+    gathered (a non-contiguous tensor is copied alone, then dropped).
     """
     items = []
     for name, t in tensors.items():
@@ -133,21 +142,23 @@ def write_safetensors(path, tensors, metadata=None):
     header = {}
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    blobs, offset = [], 0
+    offset = 0
     for name, t in items:
-        data = _tensor_bytes(t)
+        n = t.numel() * t.element_size()
         header[name] = {"dtype": _ST_DTYPE[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
+                        "data_offsets": [offset, offset + n]}
+        offset += n
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * ((-len(text)) % 8)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for b in blobs:
-            f.write(b)
+        for name, t in items:
+            a = _tensor_array(t)
+            if a.size:
+                f.write(a.reshape(-1).view("u1"))
+            del a
     os.replace(tmp, path)
 
 
@@ -1048,9 +1059,12 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
 
     params = list(model.named_parameters())
     buffers = list(model.named_buffers())
-    # Snapshot the state before tracing: real-mode tracing runs the model,
-    # and in-place ops on buffers would change it.
-    state = [(k, v.detach().clone()) for k, v in params + buffers]
+    # Snapshot the buffers before tracing: real-mode tracing runs the model,
+    # and in-place ops on buffers would change them.  Parameters are not
+    # copied (a model's weights may take most of the memory): the trace
+    # reads them through detached views, and an in-place op on a parameter
+    # that requires grad is an error in PyTorch itself.
+    state = [(k, v.detach()) for k, v in params] + [(k, v.detach().clone()) for k, v in buffers]
     for k, v in state:
         ex.weights[k] = v
     nweights = len(state)
@@ -1084,7 +1098,10 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
         # paths (fused transformer kernels) are not taken, as torch.export.
         # Not with symbolic dims: torch 1.13's autograd kernels read
         # concrete sizes (aten::cat's does), so they would fail.
-        return [v.clone().requires_grad_(rg and mode != "symbolic") for (k, v), rg in zip(state, requires_grad)]
+        # Parameters as fresh leaves over the same storage (no copy),
+        # buffers as copies, so the trace's in-place ops leave the snapshot.
+        return [v.detach().requires_grad_(mode != "symbolic") if rg else v.clone()
+                for (k, v), rg in zip(state, requires_grad)]
 
     def example_inputs():
         return [t.detach().clone() for _, t in leaves]
@@ -1096,10 +1113,19 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
     # Symbolic tracing runs on fake tensors, which the whole-layer ops have
     # no kernel for: recurrent layers keep their per-step form there.
-    with prov, _NativeDropout(), \
+    with prov, _LinearNames(), _NativeDropout(), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
             (contextlib.nullcontext() if mode == "symbolic" else _WholeRNNLayers()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
+
+    if mode == "real":
+        # make_fx leaves multi-result nodes without metadata; ShapeProp
+        # records every result, including the length of Tensor[] results.
+        # It interprets the graph make_fx built, whose code matches it, so
+        # no recompile (which costs as much as printing the program).
+        from torch.fx.passes.shape_prop import ShapeProp
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
@@ -1107,14 +1133,6 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
         if (node.op == "call_function" and node.target is torch.ops.aten.detach.default
                 and not node.users):
             gm.graph.erase_node(node)
-
-    if mode == "real":
-        gm.recompile()   # ShapeProp runs the module: its code must match the graph
-        # make_fx leaves multi-result nodes without metadata; ShapeProp
-        # records every result, including the length of Tensor[] results.
-        from torch.fx.passes.shape_prop import ShapeProp
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
 
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     _reuse_weight_placeholders(gm, model, dict(zip(keys, phs)))
@@ -1171,6 +1189,58 @@ class _NativeDropout:
 
     def __exit__(self, *exc):
         self.F.dropout = self.orig
+        return False
+
+
+class _LinearNames:
+    """While active, FX names nodes in linear time, giving the same names.
+
+    torch.fx's _Namespace.create_name (1.13) finds a free name by trying
+    base_1, base_2, ... in turn, so the k-th node named after an op
+    (`linear`, `add`) costs k tries: tracing a deep model is quadratic in
+    its depth (the largest own-time function of the bridge at 32 blocks).
+    Names are only ever added to a namespace, so when a search for `base`
+    started at or below the memo next[base] and ended at n, every
+    base_1..base_n is taken: the next search starts at n + 1.  A candidate
+    the memo cannot speed up goes to the original unchanged."""
+
+    def __enter__(self):
+        ns = getattr(torch.fx.graph, "_Namespace", None)
+        self.ns, self.orig = ns, getattr(ns, "create_name", None)
+        if self.orig is None:
+            return self
+        orig = self.orig
+
+        def create_name(space, candidate, obj):
+            suffix = getattr(space, "_name_suffix_regex", None)
+            illegal = getattr(space, "_illegal_char_regex", None)
+            if (suffix is None or illegal is None or not candidate or not isinstance(space.__dict__.get("_used_names"), dict)
+                    or (obj is not None and obj in space._obj_to_name)):
+                return orig(space, candidate, obj)
+            cand = illegal.sub("_", candidate)
+            if cand[0].isdigit():
+                cand = "_" + cand
+            m = suffix.match(cand)
+            base, num = (cand, None) if m is None else (m.group(1), int(m.group(2)))
+            memo = space.__dict__.setdefault("_fxir_next", {})
+            nxt = memo.get(base, 1)
+            start = 0 if num is None else num
+            if num is None and cand not in space._used_names:
+                return orig(space, candidate, obj)      # may well be free: the original decides
+            if 1 <= start < nxt or (num is None and nxt > 1):
+                candidate, start = "%s_%d" % (base, nxt), nxt
+            name = orig(space, candidate, obj)
+            r = suffix.match(name)
+            if start <= nxt and r is not None and r.group(1) == base and int(r.group(2)) >= nxt:
+                memo[base] = int(r.group(2)) + 1
+            return name
+
+        ns.create_name = create_name
+        return self
+
+    def __exit__(self, *exc):
+        if self.orig is not None:
+            self.ns.create_name = self.orig
         return False
 
 
