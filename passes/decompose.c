@@ -892,9 +892,34 @@ static Status run_inst(Inst *in)
 
 /* Replaces call by a copy of the first decomposition that matches it, if
  * any (a call nothing matches stays, for the report). */
+/* PyTorch's cat skips 1-D tensors of size 0, its legacy empty tensors,
+ * whatever the rank of the others (torchaudio's Emformer concatenates
+ * one with [T, B, D] blocks); ONNX's Concat takes no such operand.  They
+ * are left out when the result's rank is known and is not 1. */
+static void drop_legacy_empty(const Decompose *x, Node *call)
+{
+	if (call->op != OP_ATEN_cat_default || !call->nargs || call->args[0].kind != A_LIST ||
+	    call->nres != 1 || !call->res[0])
+		return;
+	const Type *rt = val(x->m, call->res[0])->type;
+	if (!rt || rt->kind != TY_TENSOR || rt->rank < 0 || rt->rank == 1)
+		return;
+	Arg *l = &call->args[0];
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < l->n; i++) {
+		const Arg *a = &l->u.list[i];
+		const Type *t = a->kind == A_VALUE ? val(x->m, a->u.v)->type : NULL;
+		if (!(t && t->kind == TY_TENSOR && t->rank == 1 && !t->dims[0].sym && t->dims[0].v == 0))
+			l->u.list[k++] = *a;
+	}
+	if (k)
+		l->n = k;
+}
+
 static Status expand(Decompose *x, Node *call, int depth, DType outer)
 {
 	Bound *b;
+	drop_legacy_empty(x, call);
 	const DecompEntry *e = lookup(x, call, &b);
 	char buf[256];
 	if (!e)

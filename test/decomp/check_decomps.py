@@ -478,6 +478,7 @@ A([
     C("aten::select.int", f(F234), 0, -1, id="select.int-neg"),
     C("aten::cat", [f("f32[2,3]"), f("f32[2,2]")], 1),
     C("aten::cat", [f("f32[2,3]"), f("f32[1,3]"), f("f32[3,3]")], id="cat-dim0"),
+    C("aten::cat", [f("f32[0]"), f("f32[2,3]"), f("f32[0]"), f("f32[1,3]")], id="cat-legacy-empty"),
     C("aten::concat", [f("f32[2,3]"), f("f32[2,2]")], -1),
     C("aten::concatenate", [f("f32[2,3]"), f("f32[1,3]")]),
     C("aten::stack", [f("f32[2,3]"), f("f32[2,3]")], 1),
