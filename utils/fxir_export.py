@@ -929,6 +929,7 @@ class _Printer:
         op = _op_name(node.target)
         val = _node_types(node)
         n, multi = _num_results(node, val)
+        stat_copies = []
         # make_fx's training-mode batch norm updates the running statistics
         # in place, which the graph does not show: write torch.export's
         # functional form and copy the new statistics into the buffers.
@@ -978,7 +979,6 @@ class _Printer:
             for i in range(n):
                 if results[i] is None:
                     results[i] = "_"
-            stat_copies = []
             for a in stats:
                 new = _value_name(self.fresh(self.raw.get(a, a.name) + "_new"))
                 ty = _type_of(_node_types(a), ex.dims)
@@ -996,7 +996,7 @@ class _Printer:
         out = [text]
         if prov:
             out.append("    " + " ".join(prov))
-        for c in (stat_copies if multi else []):
+        for c in stat_copies:
             out += [c, "    " + " ".join(prov)]
         return out
 

@@ -78,6 +78,14 @@ class ReadsValues(torch.nn.Module):
         return y - 1
 
 
+class UnbindsNothing(torch.nn.Module):
+    """A list-returning op with no results (unbind of an empty dim), as
+    Mask R-CNN's ROI heads make when no box survives."""
+    def forward(self, x):
+        parts = x[:0].unbind(0)
+        return x * 2 + len(parts)
+
+
 class TempDirTest(unittest.TestCase):
     """Each test in a fresh temporary directory, torch seeded."""
 
@@ -238,6 +246,12 @@ class ApiTest(TempDirTest):
         # Other inputs that read the same values give PyTorch's results too.
         x2, l2 = torch.rand(2, 6, 3), torch.tensor([1, 4])
         self.check_runs(model, f, {"x": x2.numpy(), "lengths": l2.numpy()}, (x2, l2))
+
+    def test_op_without_results(self):
+        model, x = UnbindsNothing(), torch.randn(3, 4)
+        f = self.path("unbind.onnx")
+        onnxc.export(model, (x,), f)
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
 
     def test_bad_names(self):
         with self.assertRaises(onnxc.ConversionError):
