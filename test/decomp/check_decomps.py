@@ -758,6 +758,8 @@ A([
 A([
     C("aten::index.Tensor", f("f32[10,3]"), [i("i64[5]", lo=-10, hi=10)]),
     C("aten::index.Tensor", f("f32[10,3]"), [i("i64[2,4]", lo=0, hi=10)], id="index.Tensor-2d"),
+    C("aten::index.Tensor", f("f32[6,3]"), [b("bool[6]")], id="index.Tensor-mask"),
+    C("aten::index.Tensor", f("f32[4,5,3]"), [b("bool[4,5]")], id="index.Tensor-mask-2d"),
     C("aten::index.Tensor", f("f32[4,10,3]"), [None, i("i64[2,5]", lo=-10, hi=10)],
       id="index.Tensor-none"),
     C("aten::index.Tensor", f("f32[2,3,4,5]"), [None, None, i("i64[6]", lo=-4, hi=4)],
