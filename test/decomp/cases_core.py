@@ -292,6 +292,9 @@ def misc_cases(m):
         C("aten::squeeze.dims", f("f32[1,2,1,3,1]"), [0, -1, 1], ref=np_squeeze_dims,
           id="squeeze.dims-kept", xfail="squeeze.dims squeezes every listed dim; PyTorch keeps "
                                         "those of size other than 1 (docs/decompositions.md, known gaps)"),
+        C("aten::_unique2", i("i64[12]", lo=0, hi=5), True, True, True),
+        C("aten::_unique2", f("f32[3,4]"), True, True, False, id="_unique2-2d"),
+        C("aten::_unique2", i("i64[3,4]", lo=0, hi=3), True, False, False, id="_unique2-values"),
         C("aten::randperm", 6, shape_only=True),
         C("aten::randperm", 4, dtype=DT("i32"), shape_only=True, id="randperm-i32"),
     ]
