@@ -40,7 +40,28 @@ MAX_PARAMS = 62e6
 # name -> why it does not convert yet.  The reason is matched against the
 # failure message (a substring), so a model that starts failing differently
 # is reported as a new failure.
-KNOWN_FAILURES = {}
+KNOWN_FAILURES = {
+    # torchvision's own ops (a custom domain, not ATen): no decomposition
+    # into ONNX's NonMaxSuppression / RoiAlign yet.
+    "fasterrcnn_mobilenet_v3_large_320_fpn": "torchvision::nms",
+    "fasterrcnn_mobilenet_v3_large_fpn": "torchvision::nms",
+    "fcos_resnet50_fpn": "torchvision::nms",
+    "retinanet_resnet50_fpn": "torchvision::nms",
+    "retinanet_resnet50_fpn_v2": "torchvision::nms",
+    "ssd300_vgg16": "torchvision::nms",
+    "ssdlite320_mobilenet_v3_large": "torchvision::nms",
+    "fasterrcnn_resnet50_fpn": "torchvision::roi_align",
+    "fasterrcnn_resnet50_fpn_v2": "torchvision::roi_align",
+    "keypointrcnn_resnet50_fpn": "torchvision::roi_align",
+    "maskrcnn_resnet50_fpn": "torchvision::roi_align",
+    "maskrcnn_resnet50_fpn_v2": "torchvision::roi_align",
+    # HDemucs's STFT: no decomposition of hann_window (nor of stft) yet.
+    "hdemucs": "no decomposition for aten::hann_window",
+    # Tacotron2's prenet applies dropout in eval mode too
+    # (F.dropout(training=True)): PyTorch's own output changes from one run
+    # to the next, so no reference exists.
+    "tacotron2": "max diff",
+}
 
 
 # -- the models ----------------------------------------------------------------
