@@ -106,6 +106,23 @@ static const Dim *dim_at(const Eval *ev, const Arg *a, const Arg *i)
 	return &t->dims[i->u.i < 0 ? i->u.i + t->rank : i->u.i];
 }
 
+/* The static size of dim i of a tensor, or the one shared by every tensor
+ * of a list (its nones left out), as rank and dtype are. */
+static int static_dim(const Eval *ev, const Arg *a, const Arg *i, int64_t *out)
+{
+	uint32_t n = a->kind == A_LIST ? a->n : 1, seen = 0;
+	const Arg *v = a->kind == A_LIST ? a->u.list : a;
+	for (uint32_t k = 0; k < n; k++) {
+		if (a->kind == A_LIST && v[k].kind == A_NONE)
+			continue;
+		const Dim *d = dim_at(ev, &v[k], i);
+		if (!d || d->sym || d->v < 0 || (seen++ && d->v != *out))
+			return UNKNOWN;
+		*out = d->v;
+	}
+	return seen ? KNOWN : UNKNOWN;
+}
+
 /* ---- evaluation ---------------------------------------------------------------- */
 static int eval(const Eval *ev, const GExpr *e, Arg *out);
 
@@ -137,9 +154,9 @@ static int fn(const Eval *ev, const GExpr *e, Arg *out)
 		*out = (Arg){ .kind = A_DTYPE, .u.i = f };
 		return KNOWN;
 	case GF_DIM:
-		if (!(d = dim_at(ev, a, &i)) || d->sym || d->v < 0)
+		if (!static_dim(ev, a, &i, &f))
 			return UNKNOWN;
-		*out = int_arg(d->v);
+		*out = int_arg(f);
 		return KNOWN;
 	case GF_STATIC:
 		if (!(d = dim_at(ev, a, &i)))

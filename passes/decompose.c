@@ -86,7 +86,7 @@ static int is_builtin(Sym s)
 	return s == S_opset || s == S_nresults || s == S_result || s == S_rank ||
 	       s == S_swapped || s == S_neg_len || s == S_index_axis ||
 	       s == S_contiguous_view || s == S_promoted || s == S_promoted_float ||
-	       s == S_rsqrt_last_dim || s == S_hidden_size;
+	       s == S_rsqrt_last_dim;
 }
 
 static int is_num(const Arg *a) { return a->kind == A_INT || a->kind == A_FLOAT || a->kind == A_BOOL; }
@@ -264,27 +264,6 @@ static Arg rsqrt_last_dim(const Decompose *x, const Node *call)
 	return (Arg){ .kind = A_NONE };
 }
 
-/* The static last dim of the second tensor of the call's first list
- * argument: the hidden size of an RNN layer call, whose first list is
- * [h0, c0] (lstm) or the weights [w_ih, w_hh, ...] (gru, rnn_*), w_hh being
- * [gates*H, H]; none when unknown. */
-static Arg hidden_size(const Decompose *x, const Node *call)
-{
-	for (uint32_t i = 0; i < call->nargs; i++) {
-		const Arg *l = &call->args[i];
-		if (l->kind != A_LIST)
-			continue;
-		if (l->n < 2 || l->u.list[1].kind != A_VALUE)
-			break;
-		const Type *t = val(x->m, l->u.list[1].u.v)->type;
-		if (!t || t->kind != TY_TENSOR || t->rank < 1 || t->dims[t->rank - 1].sym ||
-		    t->dims[t->rank - 1].v <= 0)
-			break;
-		return int_arg(t->dims[t->rank - 1].v);
-	}
-	return (Arg){ .kind = A_NONE };
-}
-
 /* The built-in literals, derived from the call and the target. */
 static Arg builtin(const Decompose *x, const Node *call, Sym s)
 {
@@ -305,8 +284,6 @@ static Arg builtin(const Decompose *x, const Node *call, Sym s)
 		return contiguous_view(x, call);
 	if (s == S_rsqrt_last_dim)
 		return rsqrt_last_dim(x, call);
-	if (s == S_hidden_size)
-		return hidden_size(x, call);
 	return int_arg(0);          /* $result, set per copy */
 }
 
