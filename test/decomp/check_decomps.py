@@ -1002,6 +1002,11 @@ A([
 import cases_core  # noqa: E402
 A(cases_core.cases(sys.modules[__name__]))
 
+# -- F.interpolate beyond 2-D nearest/bilinear (decomps/resample.fxir):
+#    test/decomp/cases_resample.py --
+import cases_resample  # noqa: E402
+A(cases_resample.cases(sys.modules[__name__]))
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
