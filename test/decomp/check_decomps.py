@@ -710,6 +710,25 @@ def _rnn_cases():
             cases.append(C("aten::%s.input" % op, x, f("f32[%d,2,4]" % d),
                            _rnn_params(gates, bias, bidir), bias, 1, 0.0, False, bidir,
                            batch_first, id="%s.input-%s" % (op, tag)))
+    # several layers in one call (eval mode): layer l's input is H wide
+    # (2H bidirectional), its params follow layer l-1's, its states are
+    # rows [l*D, (l+1)*D) of h0 (and c0)
+    for layers, bias, bidir in ((2, True, False), (3, False, True), (2, True, True)):
+        d = 2 if bidir else 1
+        tag = "%dlayers-%s-%s" % (layers, "bias" if bias else "nobias", "bidir" if bidir else "uni")
+        for op, gates in (("lstm", 4), ("gru", 3), ("rnn_tanh", 1)):
+            params = []
+            for layer in range(layers):
+                width = 3 if layer == 0 else 4 * d
+                for _ in range(d):
+                    params += [f("f32[%d,%d]" % (gates * 4, width)), f("f32[%d,4]" % (gates * 4))]
+                    if bias:
+                        params += [f("f32[%d]" % (gates * 4)), f("f32[%d]" % (gates * 4))]
+            hx = f("f32[%d,2,4]" % (layers * d))
+            if op == "lstm":
+                hx = [hx, f("f32[%d,2,4]" % (layers * d))]
+            cases.append(C("aten::%s.input" % op, f("f32[5,2,3]"), hx, params, bias, layers, 0.3,
+                           False, bidir, False, id="%s.input-%s" % (op, tag)))
     return cases
 
 
