@@ -55,6 +55,9 @@ def cases(m):
         C("aten::_fft_c2r", X("c64[5,3]"), [0], 1, 8, id="_fft_c2r-dim0-sqrt"),
         C("aten::_fft_c2r", X("c64[2,6,4]"), [1], 2, 8, id="_fft_c2r-longer-input"),
         C("aten::_fft_c2r", X("c128[9]"), [0], 2, 16, id="_fft_c2r-c128"),
+        C("aten::_fft_r2c", f("f32[4,8]"), [0], 1, False, opset=20, id="_fft_r2c-opset20"),
+        C("aten::_fft_c2r", X("c64[4,5]"), [1], 0, 8, opset=20, id="_fft_c2r-opset20"),
+        C("aten::_fft_c2c", X("c64[4,6]"), [1], 2, True, opset=17, id="_fft_c2c-opset17"),
     ])
 
     # -- stft / istft: centered or not, hops, windows and their lengths --
@@ -68,6 +71,8 @@ def cases(m):
         C("aten::stft.center", f("f32[2,64]"), 16, 8, return_complex=False,
           id="stft.center-real-pairs"),
         C("aten::stft", f("f32[2,64]"), 16, 4, return_complex=True),
+        C("aten::stft.center", f("f32[2,64]"), 16, 4, return_complex=True, opset=17,
+          id="stft.center-opset17"),
         C("aten::istft", X("c64[2,9,17]"), 16, 4, window=f("f32[16]", **W)),
         C("aten::istft", X("c64[9,13]"), 16, window=f("f32[16]", **W), id="istft-2d"),
         C("aten::istft", X("c64[2,9,13]"), 16, 4, window=f("f32[16]", **W), length=40,
@@ -81,6 +86,8 @@ def cases(m):
         C("aten::istft", X("c128[2,9,10]"), 16, 6, window=f("f64[16]", **W),
           id="istft-c128-hop6"),
         C("aten::istft", X("c64[2,9,10]"), 16, 4, id="istft-rect-window"),
+        C("aten::istft", X("c64[2,9,10]"), 16, 4, window=f("f32[16]", **W), opset=17,
+          id="istft-opset17"),
     ])
 
     # -- complex values through the ops that carry them --
