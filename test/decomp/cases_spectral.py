@@ -110,6 +110,11 @@ def cases(m):
         C("aten::mul.Tensor", X("c64[3,4]"), X("c64[3,4]"), id="mul.Tensor-c64"),
         C("aten::mul.Tensor", X("c64[3,4]"), f("f32[4]"), id="mul.Tensor-c64-f32"),
         C("aten::mul.Tensor", f("f32[3,1]"), X("c64[3,4]"), id="mul.Tensor-f32-c64"),
+        C("aten::add.Tensor", X("c64[3,4]"), X("c64[4]"), id="add.Tensor-c64"),
+        C("aten::sub.Tensor", X("c64[3,4]"), X("c64[3,4]"), id="sub.Tensor-c64"),
+        C("aten::angle", X("c64[3,4]")),
+        C("aten::angle", X("c128[5]"), id="angle-c128",
+          xfail="ONNX Runtime's CPU Atan takes f32 only; the model is valid ONNX"),
         C("aten::abs", X("c64[3,4]"), id="abs-c64"),
         C("aten::abs", X("c128[5]"), id="abs-c128"),
     ])
