@@ -7,10 +7,12 @@
  * dtype and see its rank as PyTorch does.  Only a decomposition whose guards
  * name a complex dtype lowers a call that reads or defines a complex value
  * (the others were written for real tensors and would be silently wrong on
- * the pairs; the library's aten::_onnxc_* helpers are exempt).  The complex values of every lowered call are collected, and
- * at the end of the pass each becomes real: c64[d..] is f32[d.., 2], c128
- * f64.  A complex value no lowered call touched (an ONNX node of the source,
- * a custom op) is refused when ONNX is written.
+ * the pairs; the library's aten::_onnxc_* helpers are exempt).  The complex
+ * node results and graph inputs of every lowered call are collected, and at
+ * the end of the pass each becomes real: c64[d..] is f32[d.., 2], c128 f64.
+ * A complex value left (an ONNX node's of the source, a custom op's, a
+ * weight or constant, whose data is not converted) is refused when ONNX is
+ * written.
  */
 #include <string.h>
 #include "passes.h"
@@ -77,10 +79,18 @@ int decomp_takes_complex(const Decomp *d)
 	return 0;
 }
 
+/* Node results and graph inputs without data: a weight's or a constant's
+ * type describes its data, which stays as it is. */
+static int retypable(const Module *m, ValueId v)
+{
+	const Value *x = val((Module *)m, v);
+	return value_complex(m, v) && (x->kind == VK_NODE || (x->kind == VK_INPUT && !x->init));
+}
+
 static void collect(const Module *m, ComplexVals *out, const Arg *a, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (a[i].kind == A_VALUE && value_complex(m, a[i].u.v))
+		if (a[i].kind == A_VALUE && retypable(m, a[i].u.v))
 			XVEC_PUSH(*out, a[i].u.v);
 		else if (a[i].kind == A_LIST)
 			collect(m, out, a[i].u.list, a[i].n);
@@ -149,6 +159,9 @@ static Status unlowered_graph(const GraphVisit *gv, void *ctx)
 	for (uint32_t i = 0; i < g->nin; i++)
 		if (value_complex(u->m, g->in[i]))
 			refuse(u, g->in[i], val((Module *)u->m, g->in[i])->loc);
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (value_complex(u->m, g->inits.v[i]))
+			refuse(u, g->inits.v[i], val((Module *)u->m, g->inits.v[i])->loc);
 	for (const Node *n = g->first; n; n = n->next)
 		for (uint32_t i = 0; i < n->nres; i++)
 			if (value_complex(u->m, n->res[i]))

@@ -797,11 +797,11 @@ static Status check_arity(const Inst *in, int each)
 	return FAILED;
 }
 
-/* The dtype literal tensors of this call take (see literal_dtype). */
 /* Literals in the body of a complex call act on its real and imaginary
  * parts. */
 static DType part_dtype(DType t) { return t == DT_C64 ? DT_F32 : t == DT_C128 ? DT_F64 : t; }
 
+/* The dtype literal tensors of this call take (see literal_dtype). */
 static DType call_dtype(const Decompose *x, const Node *call, DType outer)
 {
 	const Type *t = call->nres && call->res[0] ? val(x->m, call->res[0])->type : NULL;
