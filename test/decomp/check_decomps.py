@@ -47,6 +47,7 @@ DTYPES = {
     "f32": (np.float32, torch.float32), "f64": (np.float64, torch.float64),
     "i64": (np.int64, torch.int64), "i32": (np.int32, torch.int32),
     "bool": (np.bool_, torch.bool), "u8": (np.uint8, torch.uint8),
+    "c64": (np.complex64, torch.complex64), "c128": (np.complex128, torch.complex128),
 }
 TORCH_TO_FX = {t: name for name, (_, t) in DTYPES.items()}
 
@@ -78,6 +79,9 @@ class X:
         npt = DTYPES[self.dtype][0]
         if self.dtype == "bool":
             return rng.random(self.shape) < 0.5
+        if self.dtype in ("c64", "c128"):
+            parts = rng.standard_normal(self.shape + (2,))
+            return (parts[..., 0] + 1j * parts[..., 1]).astype(npt)
         if self.dtype in ("i64", "i32", "u8"):
             lo = -5 if self.lo is None else self.lo
             hi = 6 if self.hi is None else self.hi
@@ -1020,6 +1024,8 @@ A([
 #    (decomps/core_*.fxir): test/decomp/cases_core.py --
 import cases_core  # noqa: E402
 A(cases_core.cases(sys.modules[__name__]))
+import cases_spectral  # noqa: E402
+A(cases_spectral.cases(sys.modules[__name__]))
 
 # -- F.interpolate beyond 2-D nearest/bilinear (decomps/resample.fxir):
 #    test/decomp/cases_resample.py --
@@ -1301,14 +1307,23 @@ def run_case(case, onnxc, workdir, index):
                        capture_output=True, text=True, timeout=60)
     if p.returncode != 0 or not os.path.exists(out):
         raise Failure("onnxc exit %d: %s" % (p.returncode, first_lines(p.stderr or p.stdout)))
-    feeds = {n: arr for n, _, arr in prog.inputs}
+    feeds = {n: as_pairs(arr) for n, _, arr in prog.inputs}
     try:
         got = ortlib.run(out, feeds)
     except ortlib.OrtError as e:
         raise Failure("ONNX Runtime: %s" % first_lines(str(e), 1)[:300])
     which = case.outputs if case.outputs is not None else range(len(ref))
     got = list(got.values())
-    return compare(ref, got[:len(got) - case.mutated], which, case.shape_only)
+    return compare([as_pairs(r) for r in ref], got[:len(got) - case.mutated], which,
+                   case.shape_only)
+
+
+def as_pairs(arr):
+    """A complex array as onnxc lowers it: the real and imaginary parts in a
+    trailing dim of 2 (docs/decompositions.md, "Complex values")."""
+    if not np.iscomplexobj(arr):
+        return arr
+    return np.stack([arr.real, arr.imag], axis=-1)
 
 
 def find_onnxc(arg):
