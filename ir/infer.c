@@ -794,6 +794,54 @@ static const Type *graph_out_type(const Module *m, const Graph *g, uint32_t i)
 }
 
 /* ---- the dispatcher ------------------------------------------------------------- */
+/* DFT: the signal [..., N, 1|2] keeps its shape but for the transformed
+ * axis (dft_length if given, N/2+1 when onesided) and a last dim of 2.
+ * The axis is an attribute (opset 17, default 1) or input 2 (opset 20,
+ * default -2). */
+static Type *infer_dft(Infer *I, const Node *n, const Type *x)
+{
+	int dt = dt_of(x);
+	if (!shaped(x) || x->rank < 2)
+		return mk(I, dt, -1, NULL);
+	Dim d[MAXR];
+	memcpy(d, x->dims, sizeof *d * (size_t)x->rank);
+	d[x->rank - 1] = stat(2);
+	int64_t ax, len;
+	int k = ints_attr_or_input(I, n, "axis", 2, &ax, 1);
+	if (k != 1 && (operand(n, 2) || node_kw(n, S("axis"))))
+		return mk(I, dt, x->rank, (Dim[MAXR]){ UNK, UNK, UNK, UNK, UNK, UNK, UNK, UNK });
+	if (k != 1)
+		ax = opsets_onnx(&I->m->opsets, 18) >= 20 ? -2 : 1;
+	int32_t a;
+	if (!norm_axis(ax, x->rank, &a) || a == x->rank - 1)
+		return mk(I, dt, -1, NULL);
+	if (operand(n, 1))
+		d[a] = int_consts(I, operand(n, 1), &len, 1) == 1 ? stat(len) : UNK;
+	if (kw_int_or(n, "onesided", 0))
+		d[a] = known(d[a]) ? stat(d[a].v / 2 + 1) : UNK;
+	return mk(I, dt, x->rank, d);
+}
+
+/* STFT: [batch, frames, bins, 2] from the signal [batch, L, 1|2], the frame
+ * step (input 1) and the frame length (the window's, or input 3). */
+static Type *infer_stft(Infer *I, const Node *n, const Type *x)
+{
+	int dt = dt_of(x);
+	int64_t step, len = -1;
+	const Type *w = ty(I->m, n, 2);
+	if (operand(n, 3))
+		int_consts(I, operand(n, 3), &len, 1);
+	else if (shaped(w) && w->rank == 1 && known(w->dims[0]))
+		len = w->dims[0].v;
+	Dim d[4] = { shaped(x) && x->rank == 3 ? x->dims[0] : UNK, UNK, UNK, stat(2) };
+	if (len > 0 && int_consts(I, operand(n, 1), &step, 1) == 1 && step > 0 && shaped(x) && x->rank == 3) {
+		if (known(x->dims[1]) && x->dims[1].v >= len)
+			d[1] = stat((x->dims[1].v - len) / step + 1);
+		d[2] = stat(kw_int_or(n, "onesided", 1) ? len / 2 + 1 : len);
+	}
+	return mk(I, dt, 4, d);
+}
+
 static void infer_onnx(Infer *I, const Node *n, Type **out)
 {
 	Module *m = I->m;
@@ -873,6 +921,12 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			out[i] = mk(I, dx, -1, NULL);
 		return;
 	}
+	case OP_ONNX_DFT:
+		out[0] = infer_dft(I, n, x);
+		return;
+	case OP_ONNX_STFT:
+		out[0] = infer_stft(I, n, x);
+		return;
 	case OP_ONNX_MatMul:
 		out[0] = infer_matmul(I, x, y, dx);
 		return;
@@ -1471,6 +1525,16 @@ void infer_node(Module *m, const Node *n, Type **out)
 
 static void infer_graph(Infer *I, Graph *g);
 
+/* A value with no type, or a tensor whose rank is not known (`f32`, as a
+ * pass writes it before its operands are typed): inference may tell more. */
+static int vague(const Type *t) { return !t || (t->kind == TY_TENSOR && t->rank < 0); }
+
+/* `got` says more than the tensor type `had`, and the same dtype. */
+static int refines(const Type *got, const Type *had)
+{
+	return got->kind == TY_TENSOR && got->rank >= 0 && got->dtype == had->dtype;
+}
+
 static void sub(Graph *g, void *ctx) { infer_graph(ctx, g); }
 
 static void infer_graph(Infer *I, Graph *g)
@@ -1483,17 +1547,19 @@ static void infer_graph(Infer *I, Graph *g)
 			continue;
 		int need = 0;
 		for (uint32_t i = 0; i < n->nres; i++)
-			need |= n->res[i] && !m->vals.v[n->res[i]].type;
+			need |= n->res[i] && vague(m->vals.v[n->res[i]].type);
 		if (need) {
 			out = n->nres <= 16 ? buf : xcalloc(n->nres, sizeof *out);
 			for (uint32_t i = 0; i < n->nres; i++)
 				out[i] = NULL;
 			infer_onnx(I, n, out);
-			for (uint32_t i = 0; i < n->nres; i++)
-				if (n->res[i] && !m->vals.v[n->res[i]].type && out[i]) {
-					m->vals.v[n->res[i]].type = out[i];
+			for (uint32_t i = 0; i < n->nres; i++) {
+				Type **t = n->res[i] ? &m->vals.v[n->res[i]].type : NULL;
+				if (t && out[i] && (!*t || (vague(*t) && refines(out[i], *t)))) {
+					*t = out[i];
 					I->typed++;
 				}
+			}
 			if (out != buf)
 				free(out);
 		}
