@@ -49,16 +49,18 @@ def _as_tuple(what, value):
 
 
 def _same_structure(what, got, want, want_what):
+    """got (what's results) has the count, dtypes and shapes of want
+    (want_what: "true_fn's result", "carried value")."""
     if len(got) != len(want):
-        raise TypeError("%s returns %d tensor(s) but %s has %d"
-                        % (what, len(got), want_what, len(want)))
+        raise TypeError("%s returns %d tensor(s), not %d (one per %s)"
+                        % (what, len(got), len(want), want_what))
     for i, (a, b) in enumerate(zip(got, want)):
         if a.dtype != b.dtype:
-            raise TypeError("%s: result %d is %s but %s's is %s"
-                            % (what, i, a.dtype, want_what, b.dtype))
+            raise TypeError("%s: result %d is %s, but %s %d is %s"
+                            % (what, i, a.dtype, want_what, i, b.dtype))
         if tuple(a.shape) != tuple(b.shape):
-            raise TypeError("%s: result %d has shape %s but %s's has %s"
-                            % (what, i, list(a.shape), want_what, list(b.shape)))
+            raise TypeError("%s: result %d has shape %s, but %s %d has %s"
+                            % (what, i, list(a.shape), want_what, i, list(b.shape)))
 
 
 def _pack(like, items):
@@ -207,7 +209,7 @@ def _trace_cond(mode, pred, true_fn, false_fn, ops):
             out = fn(*[_private(mode, t) for t in ops])
         regions.append(r)
         outs.append((out, _as_tuple("cond: " + what, out)))
-    _same_structure("cond: false_fn", outs[1][1], outs[0][1], "true_fn")
+    _same_structure("cond: false_fn", outs[1][1], outs[0][1], "true_fn's result")
     if not outs[0][1]:
         raise TypeError("cond: the branches return no tensor")
     with _no_tracing():
@@ -249,7 +251,7 @@ def _trace_loop(mode, n, cond_fn, body_fn, init, eager):
         params = _loop_params(mode, carried)
         out = body_fn(*it, *params)
         new = _as_tuple("body_fn", out)
-        _same_structure("body_fn", new, carried, "the carried values")
+        _same_structure("body_fn", new, carried, "carried value")
         again = (_scalar("cond_fn's result", cond_fn(*new), torch.bool)
                  if cond_fn is not None else None)
     with _no_tracing():
@@ -302,7 +304,7 @@ def while_loop(cond_fn, body_fn, carried):
         c = _as_tuple("the loop's carried values", carried)
         while bool(cond_fn(*c)):
             new = _as_tuple("body_fn", body_fn(*c))
-            _same_structure("body_fn", new, c, "the carried values")
+            _same_structure("body_fn", new, c, "carried value")
             c = new
         return c
 
@@ -330,7 +332,7 @@ def fori_loop(n, body_fn, carried):
             count = int(n)
         for i in range(count):
             new = _as_tuple("body_fn", body_fn(torch.tensor(i, dtype=torch.int64), *c))
-            _same_structure("body_fn", new, c, "the carried values")
+            _same_structure("body_fn", new, c, "carried value")
             c = new
         return c
 
@@ -345,5 +347,4 @@ def fori_loop(n, body_fn, carried):
 
 def _constant(mode, value):
     """A 0-d int64 tensor the trace knows (a lifted constant)."""
-    return torch.ops.aten.lift_fresh_copy(torch.tensor(value, dtype=torch.int64)) \
-        if hasattr(torch.ops.aten, "lift_fresh_copy") else torch.tensor(value)
+    return torch.tensor(value, dtype=torch.int64)
