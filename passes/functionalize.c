@@ -26,8 +26,8 @@
  * At the end, a mutated graph input, parameter or buffer has its latest
  * version returned as an extra output after the user outputs, and the
  * graph gets a `pkg.torch.export.ExportedProgram.graph_signature` metadata entry that says
- * which output is which (docs/functionalize.md).  Subgraphs are not
- * entered: a node with a graph argument only has its operands rewritten. */
+ * which output is which (docs/functionalize.md).  Subgraphs are walked as
+ * scopes of their own from the node that holds them (section "subgraphs"). */
 #include <stdlib.h>
 #include <string.h>
 #include "passes.h"
@@ -41,13 +41,19 @@ typedef struct VState {
 	uint32_t ver;               /* root: mutations so far; view: count cur reflects */
 } VState;
 
+typedef struct Saved { ValueId v; VState old; } Saved;
+
 typedef struct Functionalize {
 	Module *m;
-	Graph *g;
+	Graph *g;                   /* the graph or subgraph being walked */
 	VState *st;
 	uint32_t nst;               /* values that existed when the pass began */
 	int err;                    /* in the graph being rewritten */
 	int failed;                 /* in any graph */
+	uint32_t depth;             /* subgraph nesting of g */
+	VEC(Saved) log;             /* states changed inside subgraphs (see walk_sub) */
+	uint32_t *mark, epoch;      /* per value: sets of values, one epoch a set */
+	Sym s_then, s_else, s_body;
 } Functionalize;
 
 static const char SIG_KEY[] = "pkg.torch.export.ExportedProgram.graph_signature";
@@ -61,9 +67,18 @@ static VState *st(Functionalize *f, ValueId v)
 	return &f->st[v];
 }
 
+/* A value the pass made is a version, its own storage. */
 static ValueId canon(Functionalize *f, ValueId v)
 {
-	return st(f, v)->canon ? st(f, v)->canon : v;
+	return v < f->nst && st(f, v)->canon ? st(f, v)->canon : v;
+}
+
+/* Inside a subgraph, a state about to change is saved first: leaving the
+ * subgraph restores it (walk_sub). */
+static void touch(Functionalize *f, ValueId v)
+{
+	if (f->depth)
+		VEC_PUSH(&f->m->arena, f->log, ((Saved){ v, f->st[v] }));
 }
 
 static Arg varg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
@@ -154,6 +169,7 @@ static void regen(Functionalize *f, ValueId c, Node *before)
 	for (uint32_t i = 0; i < d->nres; i++) {
 		if (!d->res[i])
 			continue;
+		touch(f, d->res[i]);
 		st(f, d->res[i])->cur = n->res[i];
 		st(f, d->res[i])->ver = ver;
 	}
@@ -163,6 +179,8 @@ static void regen(Functionalize *f, ValueId c, Node *before)
  * stale view (before `before`).  Invariant: a fresh view's bases are fresh. */
 static ValueId current(Functionalize *f, ValueId c, Node *before)
 {
+	if (c >= f->nst)
+		return c;
 	VState *s = st(f, c);
 	if (s->base && s->ver != st(f, s->root)->ver)
 		regen(f, c, before);
@@ -440,6 +458,7 @@ static ValueId write_link(WriteBack *w)
  * link of the chain reflects it). */
 static uint32_t write_back(Functionalize *f, ValueId c, ValueId v, const Node *at, Node *before)
 {
+	touch(f, c);
 	VState *s = st(f, c);
 	s->cur = v;
 	if (!s->base)
@@ -619,9 +638,15 @@ static OpId shape_view(Sym fname)
 	return op != OP_GENERIC && (op_info[op].flags & OPF_VIEW) ? op : OP_GENERIC;
 }
 
+static int subgraphs(Functionalize *f, Node *n, Node *next);
+
 static int visit(Functionalize *f, Node *n, Node *next)
 {
-	if (node_has_subgraph(n) || n->domain != S_aten) {
+	if (node_has_subgraph(n)) {
+		rewrite_operands(f, n);
+		return subgraphs(f, n, next);
+	}
+	if (n->domain != S_aten) {
 		rewrite_operands(f, n);
 		return 0;
 	}
@@ -700,9 +725,8 @@ static int user_output(const Graph *g, uint32_t nuser, ValueId v)
 	return 0;
 }
 
-static void push_output(Functionalize *f, ValueId v)
+static void push_output_to(Functionalize *f, Graph *g, ValueId v)
 {
-	Graph *g = f->g;
 	ValueId *out = ARENA_ARRAY(&f->m->arena, ValueId, g->nout + 1);
 	Type **decl = ARENA_ARRAY(&f->m->arena, Type *, g->nout + 1);
 	if (g->nout) {
@@ -715,6 +739,11 @@ static void push_output(Functionalize *f, ValueId v)
 	g->out = out;
 	g->out_decl = decl;
 	g->nout++;
+}
+
+static void push_output(Functionalize *f, ValueId v)
+{
+	push_output_to(f, f->g, v);
 }
 
 /* Storage v (an input, parameter or buffer) was mutated: return its latest
@@ -812,9 +841,306 @@ static void finish_graph(Functionalize *f)
 	set_meta(f, &b);
 }
 
-/* Subgraphs, function bodies and decomposition bodies are not entered (see
- * the top of this file); a mutation left in one is reported by decompose,
- * which has no decomposition for in-place ops. */
+/* ---- subgraphs ------------------------------------------------------------ */
+
+/* A subgraph is walked as a scope of its own, when the walk reaches the
+ * node that holds it: its in-place ops become functional, and its reads of
+ * the graphs around it see their latest versions (a stale view is derived
+ * again inside it).  ONNX subgraphs cannot write into outer values, so a
+ * mutation of an outer storage inside one becomes a new output of the
+ * subgraph and a new result of the node: an If's other branch returns the
+ * storage unchanged; a Loop carries the storage as one more loop value,
+ * which the body reads instead of the outer value.  The outer state the
+ * scope changed is restored when it ends (touch saves it), so each
+ * subgraph costs its own size. */
+
+static int defined_in(Functionalize *f, const Graph *g, ValueId v)
+{
+	const Value *x = val(f->m, v);
+	if (x->kind == VK_NODE)
+		return x->def && x->def->graph == g;
+	for (uint32_t i = 0; i < g->nin; i++)
+		if (g->in[i] == v)
+			return 1;
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (g->inits.v[i] == v)
+			return 1;
+	return 0;
+}
+
+static int first_time(Functionalize *f, ValueId v)
+{
+	if (f->mark[v] == f->epoch)
+		return 0;
+	f->mark[v] = f->epoch;
+	return 1;
+}
+
+/* Outer roots a scope mutated, with their latest versions inside it. */
+typedef struct Escapes { uint32_t n; ValueId *root, *ver; } Escapes;
+
+/* Walks subgraph s, which first sees outer root pre[i] as value
+ * param[i] (a Loop's carried copy); *out gets the outer roots s mutated. */
+static void walk_sub(Functionalize *f, Graph *s, const ValueId *pre, const ValueId *param,
+		     uint32_t npre, Escapes *out)
+{
+	Graph *outer = f->g;
+	uint32_t start = f->log.n;
+	f->g = s;
+	f->depth++;
+	for (uint32_t i = 0; i < npre; i++)
+		write_back(f, pre[i], param[i], NULL, s->first);
+	for (Node *n = s->first, *next; n; n = next) {
+		next = n->next;
+		visit(f, n, next);
+	}
+	for (uint32_t i = 0; i < s->nout; i++)
+		if (s->out[i])
+			s->out[i] = current(f, canon(f, s->out[i]), NULL);
+	out->n = 0;
+	out->root = ARENA_ARRAY(&f->m->arena, ValueId, f->log.n - start + 1);
+	out->ver = ARENA_ARRAY(&f->m->arena, ValueId, f->log.n - start + 1);
+	f->epoch++;
+	for (uint32_t i = start; i < f->log.n; i++) {      /* the first save is the oldest */
+		ValueId v = f->log.v[i].v;
+		if (!first_time(f, v) || f->st[v].base || f->st[v].ver == f->log.v[i].old.ver ||
+		    defined_in(f, s, v))
+			continue;
+		out->root[out->n] = v;
+		out->ver[out->n++] = current(f, v, NULL);
+	}
+	for (uint32_t i = f->log.n; i-- > start;)
+		f->st[f->log.v[i].v] = f->log.v[i].old;
+	f->log.n = start;
+	f->depth--;
+	f->g = outer;
+}
+
+/* v as an output of subgraph g: through an Identity when g does not
+ * define it (ONNX subgraphs may not return an outer value as is). */
+static ValueId own_value(Functionalize *f, Graph *g, ValueId v, const Node *like)
+{
+	if (defined_in(f, g, v))
+		return v;
+	Graph *keep = f->g;
+	f->g = g;
+	Node *n = make(f, OP_ONNX_Identity, 1, 0, like, NULL, val(f->m, v)->name, val(f->m, v)->type);
+	n->args[0] = varg(v);
+	f->g = keep;
+	return n->res[0];
+}
+
+/* Result `at` of n, inserted, is root's new version after n. */
+static ValueId insert_result(Functionalize *f, Node *n, uint32_t at, ValueId root)
+{
+	ValueId *res = ARENA_ARRAY(&f->m->arena, ValueId, n->nres + 1);
+	memcpy(res, n->res, at * sizeof *res);
+	memcpy(res + at + 1, n->res + at, (n->nres - at) * sizeof *res);
+	n->res = res;
+	n->nres++;
+	for (uint32_t i = at + 1; i < n->nres; i++)
+		if (n->res[i])
+			val(f->m, n->res[i])->res = i;
+	return new_result(f, n, at, val(f->m, root)->name, val(f->m, root)->type);
+}
+
+static void insert_output(Functionalize *f, Graph *g, uint32_t at, ValueId v)
+{
+	push_output_to(f, g, v);
+	for (uint32_t i = g->nout - 1; i > at; i--) {
+		g->out[i] = g->out[i - 1];
+		g->out_decl[i] = g->out_decl[i - 1];
+	}
+	g->out[at] = v;
+	g->out_decl[at] = val(f->m, v)->type;
+}
+
+static Graph *graph_kw(const Node *n, Sym name)
+{
+	const Named *k = node_kw(n, name);
+	return k && k->val.kind == A_GRAPH ? k->val.u.g : NULL;
+}
+
+/* Both branches return each outer root either branch mutated (the other
+ * its version from before the If); the If's new results are the roots'
+ * versions after it. */
+static int sub_if(Functionalize *f, Node *n, Node *next)
+{
+	Graph *g[2] = { graph_kw(n, f->s_then), graph_kw(n, f->s_else) };
+	Escapes e[2] = { 0 };
+	for (int k = 0; k < 2; k++)
+		if (g[k])
+			walk_sub(f, g[k], NULL, NULL, 0, &e[k]);
+	if (!g[0] || !g[1])
+		return e[0].n || e[1].n ? fail(f, n, "If without both branches mutates an outer value") : 0;
+	f->epoch++;
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = 0; i < e[k].n; i++) {
+			ValueId c = e[k].root[i];
+			if (!first_time(f, c))
+				continue;
+			for (int b = 0; b < 2; b++) {
+				ValueId v = current(f, c, n);
+				for (uint32_t j = 0; j < e[b].n; j++)
+					if (e[b].root[j] == c)
+						v = e[b].ver[j];
+				push_output_to(f, g[b], own_value(f, g[b], v, n));
+			}
+			write_back(f, c, insert_result(f, n, n->nres, c), n, next);
+		}
+	return 0;
+}
+
+/* Values defined in g and the subgraphs in it, marked. */
+static void mark_inside(Functionalize *f, const Graph *g);
+
+static void mark_arg(Functionalize *f, const Arg *a)
+{
+	if (a->kind == A_GRAPH)
+		mark_inside(f, a->u.g);
+	else if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			mark_arg(f, &a->u.list[i]);
+}
+
+static void mark_inside(Functionalize *f, const Graph *g)
+{
+	for (uint32_t i = 0; i < g->nin; i++)
+		if (g->in[i] < f->nst)
+			f->mark[g->in[i]] = f->epoch;
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (g->inits.v[i] < f->nst)
+			f->mark[g->inits.v[i]] = f->epoch;
+	for (const Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nres; i++)
+			if (n->res[i] && n->res[i] < f->nst)
+				f->mark[n->res[i]] = f->epoch;
+		for (uint32_t i = 0; i < n->nargs; i++)
+			mark_arg(f, &n->args[i]);
+		for (uint32_t i = 0; i < n->nkw; i++)
+			mark_arg(f, &n->kw[i].val);
+	}
+}
+
+/* The value an in-place, out= or copy_ node writes into; 0 otherwise. */
+static ValueId write_target(const Node *n)
+{
+	if (n->domain != S_aten)
+		return 0;
+	const Named *o = node_kw(n, S_out);
+	if (o)
+		return o->val.kind == A_VALUE ? o->val.u.v : 0;
+	Sym fname = functional_name(n->name);
+	if (!fname || shape_view(fname) != OP_GENERIC || !n->nargs || n->args[0].kind != A_VALUE)
+		return 0;
+	return n->args[0].u.v;
+}
+
+typedef VEC(ValueId) Ids;
+
+/* The outer roots that nodes of g (and of its subgraphs) write into:
+ * a target made inside (a view, an in-place result) is followed to its
+ * first argument until it is an outer value.  Values inside carry the
+ * current mark; roots found get mark epoch + 1. */
+static void find_writes(Functionalize *f, const Graph *g, Ids *roots)
+{
+	for (const Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs + n->nkw; i++) {
+			const Arg *a = i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val;
+			if (a->kind == A_GRAPH)
+				find_writes(f, a->u.g, roots);
+		}
+		ValueId t = write_target(n);
+		while (t && t < f->nst && f->mark[t] == f->epoch) {
+			const Value *x = val(f->m, t);
+			const Node *d = x->kind == VK_NODE ? x->def : NULL;
+			int alias = d && (is_view(d) || write_target(d) == (d->nargs ? d->args[0].u.v : 0));
+			t = alias && d->args[0].kind == A_VALUE ? d->args[0].u.v : 0;
+		}
+		if (!t || t >= f->nst)
+			continue;
+		ValueId c = canon(f, t);
+		ValueId root = st(f, c)->base ? st(f, c)->root : c;
+		if (f->mark[root] != f->epoch + 1) {
+			f->mark[root] = f->epoch + 1;
+			VEC_PUSH(&f->m->arena, *roots, root);
+		}
+	}
+}
+
+/* A Loop body that writes into outer roots gets each as one more carried
+ * value: a body input read instead of the root, a body output after the
+ * other carried ones, a Loop input (the root's version before) and a
+ * result (its version after). */
+static int sub_loop(Functionalize *f, Node *n, Node *next)
+{
+	Graph *b = graph_kw(n, f->s_body);
+	if (!b || n->nargs < 2)
+		return fail(f, n, "Loop without a body");
+	Ids roots = { 0 };
+	f->epoch++;
+	mark_inside(f, b);
+	find_writes(f, b, &roots);
+	f->epoch++;                 /* past the roots' marks */
+	uint32_t ncar = n->nargs - 2;
+	ValueId *param = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
+	ValueId *init = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
+	ValueId *in = ARENA_ARRAY(&f->m->arena, ValueId, b->nin + roots.n + 1);
+	memcpy(in, b->in, b->nin * sizeof *in);
+	for (uint32_t i = 0; i < roots.n; i++) {
+		Value *r = val(f->m, roots.v[i]);
+		init[i] = current(f, roots.v[i], n);
+		param[i] = value_new(f->m, value_fresh_name(f->m, r->name), r->type, VK_INPUT);
+		in[b->nin + i] = param[i];
+	}
+	b->in = in;
+	b->nin += roots.n;
+	Escapes e;
+	walk_sub(f, b, roots.v, param, roots.n, &e);
+	if (e.n != roots.n)
+		return fail(f, n, "a Loop body writes into an outer value through an alias the pass "
+			       "cannot follow");
+	Arg *args = ARENA_ARRAY(&f->m->arena, Arg, n->nargs + roots.n);
+	memcpy(args, n->args, n->nargs * sizeof *args);
+	n->args = args;
+	for (uint32_t i = 0; i < roots.n; i++) {
+		n->args[n->nargs++] = varg(init[i]);
+		insert_output(f, b, 1 + ncar + i, own_value(f, b, e.ver[i], n));
+		write_back(f, roots.v[i], insert_result(f, n, ncar + i, roots.v[i]), n, next);
+	}
+	return 0;
+}
+
+/* Any other node with subgraphs (Scan, a custom op): they are
+ * functionalized, but may not write into outer values. */
+static int sub_other(Functionalize *f, Node *n, const Arg *a)
+{
+	if (a->kind == A_LIST)
+		for (uint32_t i = 0; i < a->n; i++)
+			sub_other(f, n, &a->u.list[i]);
+	if (a->kind != A_GRAPH)
+		return 0;
+	Escapes e;
+	walk_sub(f, a->u.g, NULL, NULL, 0, &e);
+	return e.n ? fail(f, n, "a subgraph of this node writes into an outer value") : 0;
+}
+
+static int subgraphs(Functionalize *f, Node *n, Node *next)
+{
+	if (n->op == OP_ONNX_If)
+		return sub_if(f, n, next);
+	if (n->op == OP_ONNX_Loop)
+		return sub_loop(f, n, next);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		sub_other(f, n, &n->args[i]);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		sub_other(f, n, &n->kw[i].val);
+	return 0;
+}
+
+/* Subgraphs are walked from the node that holds them (walk_sub);
+ * function bodies and decomposition bodies are not entered, and a mutation left in one is reported by decompose, which has
+ * no decomposition for in-place ops. */
 static Status run_graph(const GraphVisit *v, void *ctx)
 {
 	Functionalize *f = ctx;
@@ -836,8 +1162,13 @@ static Status run_graph(const GraphVisit *v, void *ctx)
 Status pass_functionalize(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Functionalize f = { m, NULL, xcalloc(m->vals.n, sizeof(VState)), m->vals.n, 0, 0 };
+	Functionalize f = { .m = m, .st = xcalloc(m->vals.n, sizeof(VState)), .nst = m->vals.n };
+	f.mark = xcalloc(m->vals.n, sizeof *f.mark);
+	f.s_then = sym_cstr("then_branch");
+	f.s_else = sym_cstr("else_branch");
+	f.s_body = sym_cstr("body");
 	module_walk(m, WALK_GRAPHS, run_graph, &f);
+	free(f.mark);
 	free(f.st);
 	return f.failed ? FAILED : OK;
 }

@@ -343,6 +343,32 @@ def while_loop():
     return WhileLoop().eval(), (torch.tensor([2.0, 9.0, 0.5]),), None
 
 
+class CondInPlace(nn.Module):
+    """Branches and a loop body that write into their operands in place:
+    functionalize makes the writes new results of the If and Loop."""
+
+    def forward(self, x, y):
+        buf = x.clone()
+
+        def grow(b, y):
+            b.mul_(2.0).add_(y)
+            return b.sum(0)
+
+        s = onnxc.cond(y.sum() > 0, grow, lambda b, y: b.sum(0) - 1.0, (buf, y))
+
+        def body(i, h):
+            h[0].add_(1.0)
+            return h * 0.5
+
+        h = onnxc.fori_loop(3, body, x.clone())
+        return s, buf + 1.0, h
+
+
+def cond_inplace():
+    _seed()
+    return CondInPlace().eval(), (torch.randn(2, 5), torch.rand(2, 5)), None
+
+
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
@@ -372,6 +398,7 @@ ZOO = {
     "cond_branch": cond_branch,
     "fori_loop": fori_loop,
     "while_loop": while_loop,
+    "cond_inplace": cond_inplace,
 }
 
 # Models whose export the installed PyTorch may not manage (an older
@@ -386,4 +413,5 @@ EXTRA_INPUTS = {
     "cond_branch": lambda: [(-torch.randn(3, 6).abs() - 0.1, torch.randn(3, 6))],
     "fori_loop": lambda: [(torch.randn(2, 8), torch.tensor(0)), (torch.randn(2, 8), torch.tensor(7))],
     "while_loop": lambda: [(torch.tensor([1.0, 1.0, 1.0]),), (torch.tensor([400.0, 1e-3, 7.0]),)],
+    "cond_inplace": lambda: [(torch.randn(2, 5), -torch.rand(2, 5))],
 }
