@@ -626,12 +626,97 @@ static int out_variant(Functionalize *f, Node *n, uint32_t k, Node *next)
 	return 0;
 }
 
+typedef struct OutVariant {
+	const char *name, *functional;
+	uint32_t npos;              /* positional arguments before the outputs */
+	const char *out[2];
+} OutVariant;
+
+static const OutVariant out_variants[] = {
+#define OUTV(name, functional, npos, out0, out1) { name, functional, npos, { out0, out1 } },
+#include "out_variants.def"
+#undef OUTV
+};
+
+static const OutVariant *out_variant_of(const Node *n)
+{
+	if (n->domain != S_aten)
+		return NULL;
+	const char *s = sym_str(n->name);
+	for (size_t i = 0; i < sizeof out_variants / sizeof *out_variants; i++)
+		if (!strcmp(s, out_variants[i].name))
+			return &out_variants[i];
+	return NULL;
+}
+
+/* Argument k of n removed (positional first, then keywords). */
+static void drop_arg(Node *n, uint32_t k)
+{
+	if (k < n->nargs) {
+		memmove(&n->args[k], &n->args[k + 1], (n->nargs - k - 1) * sizeof *n->args);
+		n->nargs--;
+		return;
+	}
+	k -= n->nargs;
+	memmove(&n->kw[k], &n->kw[k + 1], (n->nkw - k - 1) * sizeof *n->kw);
+	n->nkw--;
+}
+
+/* `aten::max.dim_max(%x, 1, false, max = %a, max_values = %b)` (or with
+ * %a, %b positional): the functional op, whose result k is the new
+ * version of output k. */
+static int named_outs(Functionalize *f, Node *n, const OutVariant *ov, Node *next)
+{
+	uint32_t at[2];
+	ValueId c[2];
+	for (uint32_t k = 0; k < 2; k++) {
+		Sym name = sym_cstr(ov->out[k]);
+		const Arg *a = NULL;
+		at[k] = ov->npos + k;
+		if (n->nargs > ov->npos)
+			a = at[k] < n->nargs ? &n->args[at[k]] : NULL;
+		for (uint32_t i = 0; n->nargs <= ov->npos && i < n->nkw; i++)
+			if (n->kw[i].name == name) {
+				at[k] = n->nargs + i;
+				a = &n->kw[i].val;
+			}
+		if (!a || a->kind != A_VALUE || !a->u.v) {
+			char what[128];
+			snprintf(what, sizeof what, "output %s must name one tensor", ov->out[k]);
+			return fail(f, n, what);
+		}
+		c[k] = canon(f, a->u.v);
+	}
+	drop_arg(n, at[0] > at[1] ? at[0] : at[1]);
+	drop_arg(n, at[0] > at[1] ? at[1] : at[0]);
+	rewrite_operands(f, n);
+	rename_op(n, sym_cstr(ov->functional));
+	if (n->nres < 2) {
+		ValueId *res = ARENA_ARRAY(&f->m->arena, ValueId, 2);
+		res[0] = n->nres ? n->res[0] : VNONE;
+		res[1] = VNONE;
+		n->res = res;
+		n->nres = 2;
+	}
+	for (uint32_t k = 0; k < 2; k++) {
+		ValueId r = n->res[k] ? n->res[k] :
+			    new_result(f, n, k, val(f->m, c[k])->name, val(f->m, c[k])->type);
+		if (r < f->nst)
+			st(f, r)->canon = c[k];
+		write_back(f, c[k], r, n, next);
+	}
+	return 0;
+}
+
 /* The view op an in-place op stands for when it changes only its tensor's
  * shape and strides (transpose_ -> transpose.int, t_, squeeze_.dim,
  * unsqueeze_, as_strided_...); OP_GENERIC when it writes data. */
 static OpId shape_view(Sym fname)
 {
 	char buf[256];
+	const char *s = sym_str(fname);
+	if (!strcmp(s, "swapaxes") || !strcmp(s, "swapdims"))   /* transpose's aliases */
+		return OP_ATEN_transpose_int;
 	OpId op = op_lookup(S_aten, fname);
 	if (op == OP_GENERIC && snprintf(buf, sizeof buf, "%s.int", sym_str(fname)) < (int)sizeof buf)
 		op = op_lookup(S_aten, sym_cstr(buf));
@@ -639,6 +724,70 @@ static OpId shape_view(Sym fname)
 }
 
 static int subgraphs(Functionalize *f, Node *n, Node *next);
+
+/* Static element count of t; -1 when a dim is unknown. */
+static int64_t static_numel(const Type *t)
+{
+	if (!t || t->kind != TY_TENSOR || t->rank < 0)
+		return -1;
+	int64_t k = 1;
+	for (int32_t i = 0; i < t->rank; i++) {
+		if (t->dims[i].sym || t->dims[i].v < 0)
+			return -1;
+		k *= t->dims[i].v;
+	}
+	return k;
+}
+
+/* resize_(%x, [sizes]) with literal sizes and a static %x.  To as many
+ * elements it is a shape change, a view(%x, sizes) of the same storage
+ * (as transpose_); to fewer, the storage keeps its first elements:
+ * view(slice(view(%x, [n]), 0, 0, k), sizes) is its new contents. */
+static int resize_inplace(Functionalize *f, Node *n, ValueId c0, Node *next)
+{
+	const Arg *size = n->nargs >= 2 ? &n->args[1] : NULL;
+	int64_t k = 1;
+	for (uint32_t i = 0; size && size->kind == A_LIST && i < size->n; i++)
+		k = size->u.list[i].kind == A_INT && size->u.list[i].u.i >= 0 && k < (INT64_C(1) << 40) ?
+			    k * size->u.list[i].u.i : -1;
+	if (!size || size->kind != A_LIST || k < 0)
+		return fail(f, n, "resize_ needs literal sizes");
+	ValueId x = n->args[0].u.v;
+	Type *t = val(f->m, c0)->type;
+	int64_t m = static_numel(t);
+	if (m < 0)
+		return fail(f, n, "resize_ needs the tensor's static shape");
+	if (k > m)
+		return fail(f, n, "resize_ grows the tensor: its new elements would be uninitialized");
+	if (k < m && st(f, c0)->base)
+		return fail(f, n, "resize_ to fewer elements of a view");
+	Arg sz = arg_copy(&f->m->arena, size);
+	if (k < m) {
+		Dim dm = { m, 0 }, dk = { k, 0 };
+		Node *flat = make(f, OP_ATEN_view_default, 2, 0, n, n, val(f->m, c0)->name,
+				  type_tensor(&f->m->arena, t->dtype, 1, &dm));
+		Arg *l = ARENA_ARRAY(&f->m->arena, Arg, 1);
+		l[0] = iarg(m);
+		flat->args[0] = varg(x);
+		flat->args[1] = (Arg){ .kind = A_LIST, .elem = A_INT, .n = 1, .u.list = l };
+		Node *part = make(f, OP_ATEN_slice_Tensor, 4, 0, n, n, val(f->m, c0)->name,
+				  type_tensor(&f->m->arena, t->dtype, 1, &dk));
+		part->args[0] = varg(flat->res[0]);
+		part->args[1] = iarg(0);
+		part->args[2] = iarg(0);
+		part->args[3] = iarg(k);
+		x = part->res[0];
+	}
+	recall(f, n, OP_ATEN_view_default, 2, 0);
+	n->args[0] = varg(x);
+	n->args[1] = sz;
+	if (k < m) {
+		mutated(f, n, c0, next);
+	} else if (n->nres && n->res[0]) {
+		note_view(f, n, c0);
+	}
+	return 0;
+}
 
 static int visit(Functionalize *f, Node *n, Node *next)
 {
@@ -650,6 +799,9 @@ static int visit(Functionalize *f, Node *n, Node *next)
 		rewrite_operands(f, n);
 		return 0;
 	}
+	const OutVariant *ov = out_variant_of(n);
+	if (ov)
+		return named_outs(f, n, ov, next);
 	for (uint32_t k = 0; k < n->nkw; k++)
 		if (n->kw[k].name == S_out)
 			return out_variant(f, n, k, next);
@@ -659,6 +811,8 @@ static int visit(Functionalize *f, Node *n, Node *next)
 	rewrite_operands(f, n);
 	if (fname && !c0)
 		return fail(f, n, "an in-place op needs a tensor first argument");
+	if (fname && !strcmp(sym_str(fname), "resize"))
+		return resize_inplace(f, n, c0, next);
 	/* A shape-changing in-place op writes nothing: its result (which later
 	 * nodes use for the tensor, as make_fx records them) is a new view of
 	 * the same storage, and views taken before keep their shapes. */

@@ -369,6 +369,26 @@ def cond_inplace():
     return CondInPlace().eval(), (torch.randn(2, 5), torch.rand(2, 5)), None
 
 
+class OutVariants(nn.Module):
+    """out= calls that fill two named tensors (one of them a row of a
+    buffer), and in-place shape changes: functionalize rewrites them."""
+
+    def forward(self, x):
+        v, i = torch.empty(4), torch.empty(4, dtype=torch.long)
+        torch.max(x, 1, out=(v, i))
+        rows = torch.zeros(2, 6)
+        idx = torch.empty(6, dtype=torch.long)
+        torch.sort(x[1], descending=True, out=(rows[1], idx))
+        flat = x.clone().resize_(2, 12)
+        part = x.clone().resize_(3, 5)
+        return v + 1.0, i, rows * 2.0, idx, flat.swapaxes_(0, 1) * 3.0, part
+
+
+def out_variants():
+    _seed()
+    return OutVariants().eval(), (torch.randn(4, 6),), None
+
+
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
@@ -399,6 +419,7 @@ ZOO = {
     "fori_loop": fori_loop,
     "while_loop": while_loop,
     "cond_inplace": cond_inplace,
+    "out_variants": out_variants,
 }
 
 # Models whose export the installed PyTorch may not manage (an older
