@@ -86,7 +86,7 @@ static Arg iarg(int64_t i) { return (Arg){ .kind = A_INT, .u.i = i }; }
 
 static int fail(Functionalize *f, const Node *n, const char *what)
 {
-	diag_error(n->loc, "functionalize: %s (in aten::%s)", what, sym_str(n->name));
+	diag_error(n->loc, "functionalize: %s (in %s::%s)", what, sym_str(n->domain), sym_str(n->name));
 	f->err = 1;
 	return 1;
 }
@@ -1145,20 +1145,19 @@ static int sub_if(Functionalize *f, Node *n, Node *next)
 	return 0;
 }
 
-/* Values defined in g and the subgraphs in it, marked. */
-static void mark_inside(Functionalize *f, const Graph *g);
+typedef VEC(ValueId) Ids;
 
-static void mark_arg(Functionalize *f, const Arg *a)
-{
-	if (a->kind == A_GRAPH)
-		mark_inside(f, a->u.g);
-	else if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			mark_arg(f, &a->u.list[i]);
-}
+/* Context of the walks over a node's subgraphs (node_each_subgraph). */
+typedef struct Scan {
+	Functionalize *f;
+	Ids *roots;                 /* find_writes: the outer roots written */
+	const Node *at;             /* sub_other: the node holding them */
+} Scan;
 
-static void mark_inside(Functionalize *f, const Graph *g)
+/* Values defined in g and the subgraphs in it get the current mark. */
+static void mark_inside(Graph *g, void *ctx)
 {
+	Functionalize *f = ((Scan *)ctx)->f;
 	for (uint32_t i = 0; i < g->nin; i++)
 		if (g->in[i] < f->nst)
 			f->mark[g->in[i]] = f->epoch;
@@ -1169,10 +1168,7 @@ static void mark_inside(Functionalize *f, const Graph *g)
 		for (uint32_t i = 0; i < n->nres; i++)
 			if (n->res[i] && n->res[i] < f->nst)
 				f->mark[n->res[i]] = f->epoch;
-		for (uint32_t i = 0; i < n->nargs; i++)
-			mark_arg(f, &n->args[i]);
-		for (uint32_t i = 0; i < n->nkw; i++)
-			mark_arg(f, &n->kw[i].val);
+		node_each_subgraph(n, mark_inside, ctx);
 	}
 }
 
@@ -1190,20 +1186,16 @@ static ValueId write_target(const Node *n)
 	return n->args[0].u.v;
 }
 
-typedef VEC(ValueId) Ids;
-
 /* The outer roots that nodes of g (and of its subgraphs) write into:
  * a target made inside (a view, an in-place result) is followed to its
  * first argument until it is an outer value.  Values inside carry the
  * current mark; roots found get mark epoch + 1. */
-static void find_writes(Functionalize *f, const Graph *g, Ids *roots)
+static void find_writes(Graph *g, void *ctx)
 {
+	Functionalize *f = ((Scan *)ctx)->f;
+	Ids *roots = ((Scan *)ctx)->roots;
 	for (const Node *n = g->first; n; n = n->next) {
-		for (uint32_t i = 0; i < n->nargs + n->nkw; i++) {
-			const Arg *a = i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val;
-			if (a->kind == A_GRAPH)
-				find_writes(f, a->u.g, roots);
-		}
+		node_each_subgraph(n, find_writes, ctx);
 		ValueId t = write_target(n);
 		while (t && t < f->nst && f->mark[t] == f->epoch) {
 			const Value *x = val(f->m, t);
@@ -1232,9 +1224,10 @@ static int sub_loop(Functionalize *f, Node *n, Node *next)
 	if (!b || n->nargs < 2)
 		return fail(f, n, "Loop without a body");
 	Ids roots = { 0 };
+	Scan scan = { f, &roots, NULL };
 	f->epoch++;
-	mark_inside(f, b);
-	find_writes(f, b, &roots);
+	mark_inside(b, &scan);
+	find_writes(b, &scan);
 	f->epoch++;                 /* past the roots' marks */
 	uint32_t ncar = n->nargs - 2;
 	ValueId *param = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
@@ -1267,16 +1260,13 @@ static int sub_loop(Functionalize *f, Node *n, Node *next)
 
 /* Any other node with subgraphs (Scan, a custom op): they are
  * functionalized, but may not write into outer values. */
-static int sub_other(Functionalize *f, Node *n, const Arg *a)
+static void sub_other(Graph *g, void *ctx)
 {
-	if (a->kind == A_LIST)
-		for (uint32_t i = 0; i < a->n; i++)
-			sub_other(f, n, &a->u.list[i]);
-	if (a->kind != A_GRAPH)
-		return 0;
+	Scan *sc = ctx;
 	Escapes e;
-	walk_sub(f, a->u.g, NULL, NULL, 0, &e);
-	return e.n ? fail(f, n, "a subgraph of this node writes into an outer value") : 0;
+	walk_sub(sc->f, g, NULL, NULL, 0, &e);
+	if (e.n)
+		fail(sc->f, sc->at, "a subgraph of this node writes into an outer value");
 }
 
 static int subgraphs(Functionalize *f, Node *n, Node *next)
@@ -1285,10 +1275,8 @@ static int subgraphs(Functionalize *f, Node *n, Node *next)
 		return sub_if(f, n, next);
 	if (n->op == OP_ONNX_Loop)
 		return sub_loop(f, n, next);
-	for (uint32_t i = 0; i < n->nargs; i++)
-		sub_other(f, n, &n->args[i]);
-	for (uint32_t i = 0; i < n->nkw; i++)
-		sub_other(f, n, &n->kw[i].val);
+	Scan sc = { f, NULL, n };
+	node_each_subgraph(n, sub_other, &sc);
 	return 0;
 }
 
