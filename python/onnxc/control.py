@@ -110,6 +110,11 @@ def _no_tracing():
     return disable_proxy_modes_tracing()
 
 
+def _fake(t):
+    """t is a fake tensor (symbolic tracing): it has a shape, no data."""
+    return type(t).__name__ == "FakeTensor"
+
+
 def _proxy(mode, t, what):
     from torch.fx.experimental.proxy_tensor import get_proxy_slot
     p = get_proxy_slot(t, mode.tracer, None)
@@ -212,8 +217,8 @@ def _trace_cond(mode, pred, true_fn, false_fn, ops):
     _same_structure("cond: false_fn", outs[1][1], outs[0][1], "true_fn's result")
     if not outs[0][1]:
         raise TypeError("cond: the branches return no tensor")
-    with _no_tracing():
-        chosen = outs[0][1] if bool(pred) else outs[1][1]
+    with _no_tracing():     # fake tensors (named dynamic dims) have no value: either will do
+        chosen = outs[0][1] if _fake(pred) or bool(pred) else outs[1][1]
     args = (_proxy(mode, pred, "cond's predicate"),
             tuple(_proxy(mode, t, "a result of true_fn") for t in outs[0][1]),
             tuple(_proxy(mode, t, "a result of false_fn") for t in outs[1][1]))
@@ -255,7 +260,7 @@ def _trace_loop(mode, n, cond_fn, body_fn, init, eager):
         again = (_scalar("cond_fn's result", cond_fn(*new), torch.bool)
                  if cond_fn is not None else None)
     with _no_tracing():
-        final = _as_tuple("body_fn", eager())
+        final = carried if _fake(carried[0]) else _as_tuple("body_fn", eager())
     px = lambda t, what: _proxy(mode, t, what)
     args = (px(n, "the trip count") if n is not None else None,
             px(first, "cond_fn's result") if first is not None else None,

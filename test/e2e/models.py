@@ -305,6 +305,14 @@ def cond_branch():
     return CondBranch().eval(), (torch.randn(3, 6).abs() + 0.1, torch.randn(3, 6)), None
 
 
+def cond_dynamic():
+    """CondBranch with a dynamic batch: the symbolic tracer traces the
+    branches on fake tensors."""
+    _seed()
+    return (CondBranch().eval(), (torch.randn(3, 6).abs() + 0.1, torch.randn(3, 6)),
+            {"x": {0: "batch"}, "y": {0: "batch"}})
+
+
 class ForiLoop(nn.Module):
     """A loop whose trip count is an input (an ONNX Loop with a dynamic
     count): a recurrent cell applied n times, with the step index."""
@@ -416,6 +424,7 @@ ZOO = {
     "dynamic_batch": dynamic_batch,
     "int_arith": int_arith,
     "cond_branch": cond_branch,
+    "cond_dynamic": cond_dynamic,
     "fori_loop": fori_loop,
     "while_loop": while_loop,
     "cond_inplace": cond_inplace,
@@ -432,6 +441,8 @@ EXTRA_INPUTS = {
     "llm_dynamic_seq": lambda: (torch.randint(0, 1024, (3, 7), dtype=torch.int64),),
     # a list: several cases.  The other branch; other trip counts.
     "cond_branch": lambda: [(-torch.randn(3, 6).abs() - 0.1, torch.randn(3, 6))],
+    "cond_dynamic": lambda: [(-torch.randn(5, 6).abs() - 0.1, torch.randn(5, 6)),
+                             (torch.randn(2, 6).abs() + 0.1, torch.randn(2, 6))],
     "fori_loop": lambda: [(torch.randn(2, 8), torch.tensor(0)), (torch.randn(2, 8), torch.tensor(7))],
     "while_loop": lambda: [(torch.tensor([1.0, 1.0, 1.0]),), (torch.tensor([400.0, 1e-3, 7.0]),)],
     "cond_inplace": lambda: [(torch.randn(2, 5), -torch.rand(2, 5))],
