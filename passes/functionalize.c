@@ -1230,6 +1230,8 @@ static int sub_loop(Functionalize *f, Node *n, Node *next)
 	find_writes(b, &scan);
 	f->epoch++;                 /* past the roots' marks */
 	uint32_t ncar = n->nargs - 2;
+	if (b->nout < 1 + ncar || n->nres < ncar)
+		return fail(f, n, "Loop body outputs and results do not match its carried values");
 	ValueId *param = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
 	ValueId *init = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
 	ValueId *in = ARENA_ARRAY(&f->m->arena, ValueId, b->nin + roots.n + 1);
