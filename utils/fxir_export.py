@@ -1002,6 +1002,13 @@ class _Printer:
         else:
             count, first, init, params, again, new = node.args
             results, types = self.results(node, len(init), getitems)
+            # The body's parameters: `iter`, then each carried value's name
+            # with `_carried` (FX names them all after their call target).
+            carried = params[1:] if info["iter"] else params
+            if info["iter"]:
+                self.wanted[params[0]] = self.fresh("iter")
+            for p, v in zip(carried, init):
+                self.wanted[p] = self.fresh(self.raw.get(v, v.name) + "_carried")
             it = [] if info["iter"] else [(_value_name(self.fresh("iter")), "i64[]")]
             cond_in = (_value_name(self.fresh("cond_in")), "bool[]")
             sig = ([params[0], cond_in] + list(params[1:])) if info["iter"] \
