@@ -1140,7 +1140,9 @@ def _region_owners(graph):
         info = node.meta.get("onnxc_control")
         if info is None:
             continue
-        info["regions"] = [[n for n in nodes if n in live] for nodes in info["regions"]]
+        # Constants a region made (get_attr) are declared with the graph's.
+        info["regions"] = [[n for n in nodes if n in live and n.op == "call_function"]
+                           for nodes in info["regions"]]
         for k, nodes in enumerate(info["regions"]):
             for n in nodes:
                 owner.setdefault(n, (node, k))

@@ -27,7 +27,8 @@ class Cond(torch.nn.Module):
 
     def forward(self, x):
         s = x.sum()
-        return onnxc.cond(s > 0, lambda x: x * self.w + s, lambda x: x, (x,))
+        return onnxc.cond(s > 0, lambda x: x * self.w + s + torch.tensor([0.0, 1.0, 2.0, 3.0]),
+                          lambda x: x, (x,))
 
 
 class Loops(torch.nn.Module):
