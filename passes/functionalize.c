@@ -665,27 +665,35 @@ static void drop_arg(Node *n, uint32_t k)
 /* `aten::max.dim_max(%x, 1, false, max = %a, max_values = %b)` (or with
  * %a, %b positional): the functional op, whose result k is the new
  * version of output k. */
+/* Output k of named-output node n: its tensor (0 if it is not one) and
+ * its argument index (positional, then keywords) in *at. */
+static ValueId named_out(const Node *n, const OutVariant *ov, uint32_t k, uint32_t *at)
+{
+	Sym name = sym_cstr(ov->out[k]);
+	const Arg *a = NULL;
+	*at = ov->npos + k;
+	if (n->nargs > ov->npos)
+		a = *at < n->nargs ? &n->args[*at] : NULL;
+	for (uint32_t i = 0; n->nargs <= ov->npos && i < n->nkw; i++)
+		if (n->kw[i].name == name) {
+			*at = n->nargs + i;
+			a = &n->kw[i].val;
+		}
+	return a && a->kind == A_VALUE ? a->u.v : VNONE;
+}
+
 static int named_outs(Functionalize *f, Node *n, const OutVariant *ov, Node *next)
 {
 	uint32_t at[2];
 	ValueId c[2];
 	for (uint32_t k = 0; k < 2; k++) {
-		Sym name = sym_cstr(ov->out[k]);
-		const Arg *a = NULL;
-		at[k] = ov->npos + k;
-		if (n->nargs > ov->npos)
-			a = at[k] < n->nargs ? &n->args[at[k]] : NULL;
-		for (uint32_t i = 0; n->nargs <= ov->npos && i < n->nkw; i++)
-			if (n->kw[i].name == name) {
-				at[k] = n->nargs + i;
-				a = &n->kw[i].val;
-			}
-		if (!a || a->kind != A_VALUE || !a->u.v) {
+		ValueId v = named_out(n, ov, k, &at[k]);
+		if (!v) {
 			char what[128];
 			snprintf(what, sizeof what, "output %s must name one tensor", ov->out[k]);
 			return fail(f, n, what);
 		}
-		c[k] = canon(f, a->u.v);
+		c[k] = canon(f, v);
 	}
 	drop_arg(n, at[0] > at[1] ? at[0] : at[1]);
 	drop_arg(n, at[0] > at[1] ? at[1] : at[0]);
@@ -1172,11 +1180,19 @@ static void mark_inside(Graph *g, void *ctx)
 	}
 }
 
-/* The value an in-place, out= or copy_ node writes into; 0 otherwise. */
-static ValueId write_target(const Node *n)
+/* The value an in-place, out= or copy_ node writes into (the second
+ * output of a named-output node in *second); 0 otherwise. */
+static ValueId write_target(const Node *n, ValueId *second)
 {
+	*second = VNONE;
 	if (n->domain != S_aten)
 		return 0;
+	const OutVariant *ov = out_variant_of(n);
+	uint32_t at;
+	if (ov) {
+		*second = named_out(n, ov, 1, &at);
+		return named_out(n, ov, 0, &at);
+	}
 	const Named *o = node_kw(n, S_out);
 	if (o)
 		return o->val.kind == A_VALUE ? o->val.u.v : 0;
@@ -1184,6 +1200,27 @@ static ValueId write_target(const Node *n)
 	if (!fname || shape_view(fname) != OP_GENERIC || !n->nargs || n->args[0].kind != A_VALUE)
 		return 0;
 	return n->args[0].u.v;
+}
+
+/* Adds to roots the outer root write target t stands for, if any. */
+static void outer_root(Functionalize *f, ValueId t, Ids *roots)
+{
+	ValueId second;
+	while (t && t < f->nst && f->mark[t] == f->epoch) {
+		const Value *x = val(f->m, t);
+		const Node *d = x->kind == VK_NODE ? x->def : NULL;
+		int alias = d && d->nargs && d->args[0].kind == A_VALUE &&
+			    (is_view(d) || write_target(d, &second) == d->args[0].u.v);
+		t = alias ? d->args[0].u.v : 0;
+	}
+	if (!t || t >= f->nst)
+		return;
+	ValueId c = canon(f, t);
+	ValueId root = st(f, c)->base ? st(f, c)->root : c;
+	if (f->mark[root] != f->epoch + 1) {
+		f->mark[root] = f->epoch + 1;
+		VEC_PUSH(&f->m->arena, *roots, root);
+	}
 }
 
 /* The outer roots that nodes of g (and of its subgraphs) write into:
@@ -1196,21 +1233,10 @@ static void find_writes(Graph *g, void *ctx)
 	Ids *roots = ((Scan *)ctx)->roots;
 	for (const Node *n = g->first; n; n = n->next) {
 		node_each_subgraph(n, find_writes, ctx);
-		ValueId t = write_target(n);
-		while (t && t < f->nst && f->mark[t] == f->epoch) {
-			const Value *x = val(f->m, t);
-			const Node *d = x->kind == VK_NODE ? x->def : NULL;
-			int alias = d && (is_view(d) || write_target(d) == (d->nargs ? d->args[0].u.v : 0));
-			t = alias && d->args[0].kind == A_VALUE ? d->args[0].u.v : 0;
-		}
-		if (!t || t >= f->nst)
-			continue;
-		ValueId c = canon(f, t);
-		ValueId root = st(f, c)->base ? st(f, c)->root : c;
-		if (f->mark[root] != f->epoch + 1) {
-			f->mark[root] = f->epoch + 1;
-			VEC_PUSH(&f->m->arena, *roots, root);
-		}
+		ValueId t[2];
+		t[0] = write_target(n, &t[1]);
+		for (int k = 0; k < 2; k++)
+			outer_root(f, t[k], roots);
 	}
 }
 
