@@ -26,8 +26,8 @@
  * At the end, a mutated graph input, parameter or buffer has its latest
  * version returned as an extra output after the user outputs, and the
  * graph gets a `pkg.torch.export.ExportedProgram.graph_signature` metadata entry that says
- * which output is which (docs/functionalize.md).  Subgraphs are not
- * entered: a node with a graph argument only has its operands rewritten. */
+ * which output is which (docs/functionalize.md).  Subgraphs are walked as
+ * scopes of their own from the node that holds them (section "subgraphs"). */
 #include <stdlib.h>
 #include <string.h>
 #include "passes.h"
@@ -41,13 +41,19 @@ typedef struct VState {
 	uint32_t ver;               /* root: mutations so far; view: count cur reflects */
 } VState;
 
+typedef struct Saved { ValueId v; VState old; } Saved;
+
 typedef struct Functionalize {
 	Module *m;
-	Graph *g;
+	Graph *g;                   /* the graph or subgraph being walked */
 	VState *st;
 	uint32_t nst;               /* values that existed when the pass began */
 	int err;                    /* in the graph being rewritten */
 	int failed;                 /* in any graph */
+	uint32_t depth;             /* subgraph nesting of g */
+	VEC(Saved) log;             /* states changed inside subgraphs (see walk_sub) */
+	uint32_t *mark, epoch;      /* per value: sets of values, one epoch a set */
+	Sym s_then, s_else, s_body;
 } Functionalize;
 
 static const char SIG_KEY[] = "pkg.torch.export.ExportedProgram.graph_signature";
@@ -61,9 +67,18 @@ static VState *st(Functionalize *f, ValueId v)
 	return &f->st[v];
 }
 
+/* A value the pass made is a version, its own storage. */
 static ValueId canon(Functionalize *f, ValueId v)
 {
-	return st(f, v)->canon ? st(f, v)->canon : v;
+	return v < f->nst && st(f, v)->canon ? st(f, v)->canon : v;
+}
+
+/* Inside a subgraph, a state about to change is saved first: leaving the
+ * subgraph restores it (walk_sub). */
+static void touch(Functionalize *f, ValueId v)
+{
+	if (f->depth)
+		VEC_PUSH(&f->m->arena, f->log, ((Saved){ v, f->st[v] }));
 }
 
 static Arg varg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
@@ -71,7 +86,7 @@ static Arg iarg(int64_t i) { return (Arg){ .kind = A_INT, .u.i = i }; }
 
 static int fail(Functionalize *f, const Node *n, const char *what)
 {
-	diag_error(n->loc, "functionalize: %s (in aten::%s)", what, sym_str(n->name));
+	diag_error(n->loc, "functionalize: %s (in %s::%s)", what, sym_str(n->domain), sym_str(n->name));
 	f->err = 1;
 	return 1;
 }
@@ -154,6 +169,7 @@ static void regen(Functionalize *f, ValueId c, Node *before)
 	for (uint32_t i = 0; i < d->nres; i++) {
 		if (!d->res[i])
 			continue;
+		touch(f, d->res[i]);
 		st(f, d->res[i])->cur = n->res[i];
 		st(f, d->res[i])->ver = ver;
 	}
@@ -163,6 +179,8 @@ static void regen(Functionalize *f, ValueId c, Node *before)
  * stale view (before `before`).  Invariant: a fresh view's bases are fresh. */
 static ValueId current(Functionalize *f, ValueId c, Node *before)
 {
+	if (c >= f->nst)
+		return c;
 	VState *s = st(f, c);
 	if (s->base && s->ver != st(f, s->root)->ver)
 		regen(f, c, before);
@@ -440,6 +458,7 @@ static ValueId write_link(WriteBack *w)
  * link of the chain reflects it). */
 static uint32_t write_back(Functionalize *f, ValueId c, ValueId v, const Node *at, Node *before)
 {
+	touch(f, c);
 	VState *s = st(f, c);
 	s->cur = v;
 	if (!s->base)
@@ -607,24 +626,190 @@ static int out_variant(Functionalize *f, Node *n, uint32_t k, Node *next)
 	return 0;
 }
 
+typedef struct OutVariant {
+	const char *name, *functional;
+	uint32_t npos;              /* positional arguments before the outputs */
+	const char *out[2];
+} OutVariant;
+
+static const OutVariant out_variants[] = {
+#define OUTV(name, functional, npos, out0, out1) { name, functional, npos, { out0, out1 } },
+#include "out_variants.def"
+#undef OUTV
+};
+
+static const OutVariant *out_variant_of(const Node *n)
+{
+	if (n->domain != S_aten)
+		return NULL;
+	const char *s = sym_str(n->name);
+	for (size_t i = 0; i < sizeof out_variants / sizeof *out_variants; i++)
+		if (!strcmp(s, out_variants[i].name))
+			return &out_variants[i];
+	return NULL;
+}
+
+/* Argument k of n removed (positional first, then keywords). */
+static void drop_arg(Node *n, uint32_t k)
+{
+	if (k < n->nargs) {
+		memmove(&n->args[k], &n->args[k + 1], (n->nargs - k - 1) * sizeof *n->args);
+		n->nargs--;
+		return;
+	}
+	k -= n->nargs;
+	memmove(&n->kw[k], &n->kw[k + 1], (n->nkw - k - 1) * sizeof *n->kw);
+	n->nkw--;
+}
+
+/* `aten::max.dim_max(%x, 1, false, max = %a, max_values = %b)` (or with
+ * %a, %b positional): the functional op, whose result k is the new
+ * version of output k. */
+/* Output k of named-output node n: its tensor (0 if it is not one) and
+ * its argument index (positional, then keywords) in *at. */
+static ValueId named_out(const Node *n, const OutVariant *ov, uint32_t k, uint32_t *at)
+{
+	Sym name = sym_cstr(ov->out[k]);
+	const Arg *a = NULL;
+	*at = ov->npos + k;
+	if (n->nargs > ov->npos)
+		a = *at < n->nargs ? &n->args[*at] : NULL;
+	for (uint32_t i = 0; n->nargs <= ov->npos && i < n->nkw; i++)
+		if (n->kw[i].name == name) {
+			*at = n->nargs + i;
+			a = &n->kw[i].val;
+		}
+	return a && a->kind == A_VALUE ? a->u.v : VNONE;
+}
+
+static int named_outs(Functionalize *f, Node *n, const OutVariant *ov, Node *next)
+{
+	uint32_t at[2];
+	ValueId c[2];
+	for (uint32_t k = 0; k < 2; k++) {
+		ValueId v = named_out(n, ov, k, &at[k]);
+		if (!v) {
+			char what[128];
+			snprintf(what, sizeof what, "output %s must name one tensor", ov->out[k]);
+			return fail(f, n, what);
+		}
+		c[k] = canon(f, v);
+	}
+	drop_arg(n, at[0] > at[1] ? at[0] : at[1]);
+	drop_arg(n, at[0] > at[1] ? at[1] : at[0]);
+	rewrite_operands(f, n);
+	rename_op(n, sym_cstr(ov->functional));
+	if (n->nres < 2) {
+		ValueId *res = ARENA_ARRAY(&f->m->arena, ValueId, 2);
+		res[0] = n->nres ? n->res[0] : VNONE;
+		res[1] = VNONE;
+		n->res = res;
+		n->nres = 2;
+	}
+	for (uint32_t k = 0; k < 2; k++) {
+		ValueId r = n->res[k] ? n->res[k] :
+			    new_result(f, n, k, val(f->m, c[k])->name, val(f->m, c[k])->type);
+		if (r < f->nst)
+			st(f, r)->canon = c[k];
+		write_back(f, c[k], r, n, next);
+	}
+	return 0;
+}
+
 /* The view op an in-place op stands for when it changes only its tensor's
  * shape and strides (transpose_ -> transpose.int, t_, squeeze_.dim,
  * unsqueeze_, as_strided_...); OP_GENERIC when it writes data. */
 static OpId shape_view(Sym fname)
 {
 	char buf[256];
+	const char *s = sym_str(fname);
+	if (!strcmp(s, "swapaxes") || !strcmp(s, "swapdims"))   /* transpose's aliases */
+		return OP_ATEN_transpose_int;
 	OpId op = op_lookup(S_aten, fname);
 	if (op == OP_GENERIC && snprintf(buf, sizeof buf, "%s.int", sym_str(fname)) < (int)sizeof buf)
 		op = op_lookup(S_aten, sym_cstr(buf));
 	return op != OP_GENERIC && (op_info[op].flags & OPF_VIEW) ? op : OP_GENERIC;
 }
 
+static int subgraphs(Functionalize *f, Node *n, Node *next);
+
+/* Static element count of t; -1 when a dim is unknown. */
+static int64_t static_numel(const Type *t)
+{
+	if (!t || t->kind != TY_TENSOR || t->rank < 0)
+		return -1;
+	int64_t k = 1;
+	for (int32_t i = 0; i < t->rank; i++) {
+		if (t->dims[i].sym || t->dims[i].v < 0)
+			return -1;
+		k *= t->dims[i].v;
+	}
+	return k;
+}
+
+/* resize_(%x, [sizes]) with literal sizes and a static %x.  To as many
+ * elements it is a shape change, a view(%x, sizes) of the same storage
+ * (as transpose_); to fewer, the storage keeps its first elements:
+ * view(slice(view(%x, [n]), 0, 0, k), sizes) is its new contents. */
+static int resize_inplace(Functionalize *f, Node *n, ValueId c0, Node *next)
+{
+	const Arg *size = n->nargs >= 2 ? &n->args[1] : NULL;
+	int64_t k = 1;
+	for (uint32_t i = 0; size && size->kind == A_LIST && i < size->n; i++)
+		k = size->u.list[i].kind == A_INT && size->u.list[i].u.i >= 0 && k < (INT64_C(1) << 40) ?
+			    k * size->u.list[i].u.i : -1;
+	if (!size || size->kind != A_LIST || k < 0)
+		return fail(f, n, "resize_ needs literal sizes");
+	ValueId x = n->args[0].u.v;
+	Type *t = val(f->m, c0)->type;
+	int64_t m = static_numel(t);
+	if (m < 0)
+		return fail(f, n, "resize_ needs the tensor's static shape");
+	if (k > m)
+		return fail(f, n, "resize_ grows the tensor: its new elements would be uninitialized");
+	if (k < m && st(f, c0)->base)
+		return fail(f, n, "resize_ to fewer elements of a view");
+	Arg sz = arg_copy(&f->m->arena, size);
+	if (k < m) {
+		Dim dm = { m, 0 }, dk = { k, 0 };
+		Node *flat = make(f, OP_ATEN_view_default, 2, 0, n, n, val(f->m, c0)->name,
+				  type_tensor(&f->m->arena, t->dtype, 1, &dm));
+		Arg *l = ARENA_ARRAY(&f->m->arena, Arg, 1);
+		l[0] = iarg(m);
+		flat->args[0] = varg(x);
+		flat->args[1] = (Arg){ .kind = A_LIST, .elem = A_INT, .n = 1, .u.list = l };
+		Node *part = make(f, OP_ATEN_slice_Tensor, 4, 0, n, n, val(f->m, c0)->name,
+				  type_tensor(&f->m->arena, t->dtype, 1, &dk));
+		part->args[0] = varg(flat->res[0]);
+		part->args[1] = iarg(0);
+		part->args[2] = iarg(0);
+		part->args[3] = iarg(k);
+		x = part->res[0];
+	}
+	recall(f, n, OP_ATEN_view_default, 2, 0);
+	n->args[0] = varg(x);
+	n->args[1] = sz;
+	if (k < m) {
+		mutated(f, n, c0, next);
+	} else if (n->nres && n->res[0]) {
+		note_view(f, n, c0);
+	}
+	return 0;
+}
+
 static int visit(Functionalize *f, Node *n, Node *next)
 {
-	if (node_has_subgraph(n) || n->domain != S_aten) {
+	if (node_has_subgraph(n)) {
+		rewrite_operands(f, n);
+		return subgraphs(f, n, next);
+	}
+	if (n->domain != S_aten) {
 		rewrite_operands(f, n);
 		return 0;
 	}
+	const OutVariant *ov = out_variant_of(n);
+	if (ov)
+		return named_outs(f, n, ov, next);
 	for (uint32_t k = 0; k < n->nkw; k++)
 		if (n->kw[k].name == S_out)
 			return out_variant(f, n, k, next);
@@ -634,6 +819,8 @@ static int visit(Functionalize *f, Node *n, Node *next)
 	rewrite_operands(f, n);
 	if (fname && !c0)
 		return fail(f, n, "an in-place op needs a tensor first argument");
+	if (fname && !strcmp(sym_str(fname), "resize"))
+		return resize_inplace(f, n, c0, next);
 	/* A shape-changing in-place op writes nothing: its result (which later
 	 * nodes use for the tensor, as make_fx records them) is a new view of
 	 * the same storage, and views taken before keep their shapes. */
@@ -700,9 +887,8 @@ static int user_output(const Graph *g, uint32_t nuser, ValueId v)
 	return 0;
 }
 
-static void push_output(Functionalize *f, ValueId v)
+static void push_output_to(Functionalize *f, Graph *g, ValueId v)
 {
-	Graph *g = f->g;
 	ValueId *out = ARENA_ARRAY(&f->m->arena, ValueId, g->nout + 1);
 	Type **decl = ARENA_ARRAY(&f->m->arena, Type *, g->nout + 1);
 	if (g->nout) {
@@ -715,6 +901,11 @@ static void push_output(Functionalize *f, ValueId v)
 	g->out = out;
 	g->out_decl = decl;
 	g->nout++;
+}
+
+static void push_output(Functionalize *f, ValueId v)
+{
+	push_output_to(f, f->g, v);
 }
 
 /* Storage v (an input, parameter or buffer) was mutated: return its latest
@@ -812,9 +1003,314 @@ static void finish_graph(Functionalize *f)
 	set_meta(f, &b);
 }
 
-/* Subgraphs, function bodies and decomposition bodies are not entered (see
- * the top of this file); a mutation left in one is reported by decompose,
- * which has no decomposition for in-place ops. */
+/* ---- subgraphs ------------------------------------------------------------ */
+
+/* A subgraph is walked as a scope of its own, when the walk reaches the
+ * node that holds it: its in-place ops become functional, and its reads of
+ * the graphs around it see their latest versions (a stale view is derived
+ * again inside it).  ONNX subgraphs cannot write into outer values, so a
+ * mutation of an outer storage inside one becomes a new output of the
+ * subgraph and a new result of the node: an If's other branch returns the
+ * storage unchanged; a Loop carries the storage as one more loop value,
+ * which the body reads instead of the outer value.  The outer state the
+ * scope changed is restored when it ends (touch saves it), so each
+ * subgraph costs its own size. */
+
+static int defined_in(Functionalize *f, const Graph *g, ValueId v)
+{
+	const Value *x = val(f->m, v);
+	if (x->kind == VK_NODE)
+		return x->def && x->def->graph == g;
+	for (uint32_t i = 0; i < g->nin; i++)
+		if (g->in[i] == v)
+			return 1;
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (g->inits.v[i] == v)
+			return 1;
+	return 0;
+}
+
+static int first_time(Functionalize *f, ValueId v)
+{
+	if (f->mark[v] == f->epoch)
+		return 0;
+	f->mark[v] = f->epoch;
+	return 1;
+}
+
+/* Outer roots a scope mutated, with their latest versions inside it. */
+typedef struct Escapes { uint32_t n; ValueId *root, *ver; } Escapes;
+
+/* Walks subgraph s, which first sees outer root pre[i] as value
+ * param[i] (a Loop's carried copy); *out gets the outer roots s mutated. */
+static void walk_sub(Functionalize *f, Graph *s, const ValueId *pre, const ValueId *param,
+		     uint32_t npre, Escapes *out)
+{
+	Graph *outer = f->g;
+	uint32_t start = f->log.n;
+	f->g = s;
+	f->depth++;
+	for (uint32_t i = 0; i < npre; i++)
+		write_back(f, pre[i], param[i], NULL, s->first);
+	for (Node *n = s->first, *next; n; n = next) {
+		next = n->next;
+		visit(f, n, next);
+	}
+	for (uint32_t i = 0; i < s->nout; i++)
+		if (s->out[i])
+			s->out[i] = current(f, canon(f, s->out[i]), NULL);
+	out->n = 0;
+	out->root = ARENA_ARRAY(&f->m->arena, ValueId, f->log.n - start + 1);
+	out->ver = ARENA_ARRAY(&f->m->arena, ValueId, f->log.n - start + 1);
+	f->epoch++;
+	for (uint32_t i = start; i < f->log.n; i++) {      /* the first save is the oldest */
+		ValueId v = f->log.v[i].v;
+		if (!first_time(f, v) || f->st[v].base || f->st[v].ver == f->log.v[i].old.ver ||
+		    defined_in(f, s, v))
+			continue;
+		out->root[out->n] = v;
+		out->ver[out->n++] = current(f, v, NULL);
+	}
+	for (uint32_t i = f->log.n; i-- > start;)
+		f->st[f->log.v[i].v] = f->log.v[i].old;
+	f->log.n = start;
+	f->depth--;
+	f->g = outer;
+}
+
+/* v as an output of subgraph g: through an Identity when g does not
+ * define it (ONNX subgraphs may not return an outer value as is). */
+static ValueId own_value(Functionalize *f, Graph *g, ValueId v, const Node *like)
+{
+	if (defined_in(f, g, v))
+		return v;
+	Graph *keep = f->g;
+	f->g = g;
+	Node *n = make(f, OP_ONNX_Identity, 1, 0, like, NULL, val(f->m, v)->name, val(f->m, v)->type);
+	n->args[0] = varg(v);
+	f->g = keep;
+	return n->res[0];
+}
+
+/* Result `at` of n, inserted, is root's new version after n. */
+static ValueId insert_result(Functionalize *f, Node *n, uint32_t at, ValueId root)
+{
+	ValueId *res = ARENA_ARRAY(&f->m->arena, ValueId, n->nres + 1);
+	memcpy(res, n->res, at * sizeof *res);
+	memcpy(res + at + 1, n->res + at, (n->nres - at) * sizeof *res);
+	n->res = res;
+	n->nres++;
+	for (uint32_t i = at + 1; i < n->nres; i++)
+		if (n->res[i])
+			val(f->m, n->res[i])->res = i;
+	return new_result(f, n, at, val(f->m, root)->name, val(f->m, root)->type);
+}
+
+static void insert_output(Functionalize *f, Graph *g, uint32_t at, ValueId v)
+{
+	push_output_to(f, g, v);
+	for (uint32_t i = g->nout - 1; i > at; i--) {
+		g->out[i] = g->out[i - 1];
+		g->out_decl[i] = g->out_decl[i - 1];
+	}
+	g->out[at] = v;
+	g->out_decl[at] = val(f->m, v)->type;
+}
+
+static Graph *graph_kw(const Node *n, Sym name)
+{
+	const Named *k = node_kw(n, name);
+	return k && k->val.kind == A_GRAPH ? k->val.u.g : NULL;
+}
+
+/* Both branches return each outer root either branch mutated (the other
+ * its version from before the If); the If's new results are the roots'
+ * versions after it. */
+static int sub_if(Functionalize *f, Node *n, Node *next)
+{
+	Graph *g[2] = { graph_kw(n, f->s_then), graph_kw(n, f->s_else) };
+	Escapes e[2] = { 0 };
+	for (int k = 0; k < 2; k++)
+		if (g[k])
+			walk_sub(f, g[k], NULL, NULL, 0, &e[k]);
+	if (!g[0] || !g[1])
+		return e[0].n || e[1].n ? fail(f, n, "If without both branches mutates an outer value") : 0;
+	f->epoch++;
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = 0; i < e[k].n; i++) {
+			ValueId c = e[k].root[i];
+			if (!first_time(f, c))
+				continue;
+			for (int b = 0; b < 2; b++) {
+				ValueId v = current(f, c, n);
+				for (uint32_t j = 0; j < e[b].n; j++)
+					if (e[b].root[j] == c)
+						v = e[b].ver[j];
+				push_output_to(f, g[b], own_value(f, g[b], v, n));
+			}
+			write_back(f, c, insert_result(f, n, n->nres, c), n, next);
+		}
+	return 0;
+}
+
+typedef VEC(ValueId) Ids;
+
+/* Context of the walks over a node's subgraphs (node_each_subgraph). */
+typedef struct Scan {
+	Functionalize *f;
+	Ids *roots;                 /* find_writes: the outer roots written */
+	const Node *at;             /* sub_other: the node holding them */
+} Scan;
+
+/* Values defined in g and the subgraphs in it get the current mark. */
+static void mark_inside(Graph *g, void *ctx)
+{
+	Functionalize *f = ((Scan *)ctx)->f;
+	for (uint32_t i = 0; i < g->nin; i++)
+		if (g->in[i] < f->nst)
+			f->mark[g->in[i]] = f->epoch;
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (g->inits.v[i] < f->nst)
+			f->mark[g->inits.v[i]] = f->epoch;
+	for (const Node *n = g->first; n; n = n->next) {
+		for (uint32_t i = 0; i < n->nres; i++)
+			if (n->res[i] && n->res[i] < f->nst)
+				f->mark[n->res[i]] = f->epoch;
+		node_each_subgraph(n, mark_inside, ctx);
+	}
+}
+
+/* The value an in-place, out= or copy_ node writes into (the second
+ * output of a named-output node in *second); 0 otherwise. */
+static ValueId write_target(const Node *n, ValueId *second)
+{
+	*second = VNONE;
+	if (n->domain != S_aten)
+		return 0;
+	const OutVariant *ov = out_variant_of(n);
+	uint32_t at;
+	if (ov) {
+		*second = named_out(n, ov, 1, &at);
+		return named_out(n, ov, 0, &at);
+	}
+	const Named *o = node_kw(n, S_out);
+	if (o)
+		return o->val.kind == A_VALUE ? o->val.u.v : 0;
+	Sym fname = functional_name(n->name);
+	if (!fname || shape_view(fname) != OP_GENERIC || !n->nargs || n->args[0].kind != A_VALUE)
+		return 0;
+	return n->args[0].u.v;
+}
+
+/* Adds to roots the outer root write target t stands for, if any. */
+static void outer_root(Functionalize *f, ValueId t, Ids *roots)
+{
+	ValueId second;
+	while (t && t < f->nst && f->mark[t] == f->epoch) {
+		const Value *x = val(f->m, t);
+		const Node *d = x->kind == VK_NODE ? x->def : NULL;
+		int alias = d && d->nargs && d->args[0].kind == A_VALUE &&
+			    (is_view(d) || write_target(d, &second) == d->args[0].u.v);
+		t = alias ? d->args[0].u.v : 0;
+	}
+	if (!t || t >= f->nst)
+		return;
+	ValueId c = canon(f, t);
+	ValueId root = st(f, c)->base ? st(f, c)->root : c;
+	if (f->mark[root] != f->epoch + 1) {
+		f->mark[root] = f->epoch + 1;
+		VEC_PUSH(&f->m->arena, *roots, root);
+	}
+}
+
+/* The outer roots that nodes of g (and of its subgraphs) write into:
+ * a target made inside (a view, an in-place result) is followed to its
+ * first argument until it is an outer value.  Values inside carry the
+ * current mark; roots found get mark epoch + 1. */
+static void find_writes(Graph *g, void *ctx)
+{
+	Functionalize *f = ((Scan *)ctx)->f;
+	Ids *roots = ((Scan *)ctx)->roots;
+	for (const Node *n = g->first; n; n = n->next) {
+		node_each_subgraph(n, find_writes, ctx);
+		ValueId t[2];
+		t[0] = write_target(n, &t[1]);
+		for (int k = 0; k < 2; k++)
+			outer_root(f, t[k], roots);
+	}
+}
+
+/* A Loop body that writes into outer roots gets each as one more carried
+ * value: a body input read instead of the root, a body output after the
+ * other carried ones, a Loop input (the root's version before) and a
+ * result (its version after). */
+static int sub_loop(Functionalize *f, Node *n, Node *next)
+{
+	Graph *b = graph_kw(n, f->s_body);
+	if (!b || n->nargs < 2)
+		return fail(f, n, "Loop without a body");
+	Ids roots = { 0 };
+	Scan scan = { f, &roots, NULL };
+	f->epoch++;
+	mark_inside(b, &scan);
+	find_writes(b, &scan);
+	f->epoch++;                 /* past the roots' marks */
+	uint32_t ncar = n->nargs - 2;
+	if (b->nout < 1 + ncar || n->nres < ncar)
+		return fail(f, n, "Loop body outputs and results do not match its carried values");
+	ValueId *param = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
+	ValueId *init = ARENA_ARRAY(&f->m->arena, ValueId, roots.n + 1);
+	ValueId *in = ARENA_ARRAY(&f->m->arena, ValueId, b->nin + roots.n + 1);
+	memcpy(in, b->in, b->nin * sizeof *in);
+	for (uint32_t i = 0; i < roots.n; i++) {
+		Value *r = val(f->m, roots.v[i]);
+		init[i] = current(f, roots.v[i], n);
+		param[i] = value_new(f->m, value_fresh_name(f->m, r->name), r->type, VK_INPUT);
+		in[b->nin + i] = param[i];
+	}
+	b->in = in;
+	b->nin += roots.n;
+	Escapes e;
+	walk_sub(f, b, roots.v, param, roots.n, &e);
+	if (e.n != roots.n)
+		return fail(f, n, "a Loop body writes into an outer value through an alias the pass "
+			       "cannot follow");
+	Arg *args = ARENA_ARRAY(&f->m->arena, Arg, n->nargs + roots.n);
+	memcpy(args, n->args, n->nargs * sizeof *args);
+	n->args = args;
+	for (uint32_t i = 0; i < roots.n; i++) {
+		n->args[n->nargs++] = varg(init[i]);
+		insert_output(f, b, 1 + ncar + i, own_value(f, b, e.ver[i], n));
+		write_back(f, roots.v[i], insert_result(f, n, ncar + i, roots.v[i]), n, next);
+	}
+	return 0;
+}
+
+/* Any other node with subgraphs (Scan, a custom op): they are
+ * functionalized, but may not write into outer values. */
+static void sub_other(Graph *g, void *ctx)
+{
+	Scan *sc = ctx;
+	Escapes e;
+	walk_sub(sc->f, g, NULL, NULL, 0, &e);
+	if (e.n)
+		fail(sc->f, sc->at, "a subgraph of this node writes into an outer value");
+}
+
+static int subgraphs(Functionalize *f, Node *n, Node *next)
+{
+	if (n->op == OP_ONNX_If)
+		return sub_if(f, n, next);
+	if (n->op == OP_ONNX_Loop)
+		return sub_loop(f, n, next);
+	Scan sc = { f, NULL, n };
+	node_each_subgraph(n, sub_other, &sc);
+	return 0;
+}
+
+/* Subgraphs are walked from the node that holds them (walk_sub);
+ * function bodies and decomposition bodies are not entered, and a mutation left in one is reported by decompose, which has
+ * no decomposition for in-place ops. */
 static Status run_graph(const GraphVisit *v, void *ctx)
 {
 	Functionalize *f = ctx;
@@ -836,8 +1332,13 @@ static Status run_graph(const GraphVisit *v, void *ctx)
 Status pass_functionalize(Module *m, const PassOptions *opt)
 {
 	(void)opt;
-	Functionalize f = { m, NULL, xcalloc(m->vals.n, sizeof(VState)), m->vals.n, 0, 0 };
+	Functionalize f = { .m = m, .st = xcalloc(m->vals.n, sizeof(VState)), .nst = m->vals.n };
+	f.mark = xcalloc(m->vals.n, sizeof *f.mark);
+	f.s_then = sym_cstr("then_branch");
+	f.s_else = sym_cstr("else_branch");
+	f.s_body = sym_cstr("body");
 	module_walk(m, WALK_GRAPHS, run_graph, &f);
+	free(f.mark);
 	free(f.st);
 	return f.failed ? FAILED : OK;
 }

@@ -284,6 +284,9 @@ def _dim_ident(name):
 # ---------------------------------------------------------------------------
 # provenance: module scopes and stack traces while tracing (torch 1.13)
 
+_CONTROL_FILE = os.sep + os.path.join("onnxc", "control.py")
+
+
 class _Provenance:
     """While active, tag every FX node created with the module stack and the
     user's stack trace (node.meta['fxir_scope'], node.meta['fxir_frames'])."""
@@ -340,7 +343,7 @@ class _Provenance:
             fn = user.get(code, False)
             if fn is False:
                 fn = os.path.abspath(code.co_filename)
-                if (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE
+                if (fn.startswith(_TORCH_DIR) or fn == _THIS_FILE or fn.endswith(_CONTROL_FILE)
                         or fn.startswith(_STDLIB_DIR) or code.co_filename.startswith("<")):
                     fn = None
                 user[code] = fn
@@ -461,7 +464,9 @@ class _SpecializeDataDependent:
             self.seen.add(where)
             print("fxir_export: warning: %s: a tensor's value is read in Python (%s); the graph "
                   "is specialized to the example's value %r and is valid only for inputs that give "
-                  "the same value" % (where, func.overloadpacket.__name__, value), file=sys.stderr)
+                  "the same value; to keep a branch or a loop on a tensor in the graph, write it with "
+                  "onnxc.cond, onnxc.while_loop or onnxc.fori_loop (docs/exporter.md)"
+                  % (where, func.overloadpacket.__name__, value), file=sys.stderr)
         return value
 
 
@@ -839,8 +844,9 @@ class _Printer:
                 raise ExportError("placeholder kind %s" % kind)
         body = []
         getitems = set()
+        self.owner = _region_owners(graph)
         for node in graph.nodes:
-            if node.op in ("placeholder", "output"):
+            if node.op in ("placeholder", "output") or node in self.owner:
                 continue
             if node.op == "get_attr":
                 t = _get_attr(gm, node.target)
@@ -858,7 +864,7 @@ class _Printer:
                 continue
             if _is_getitem(node):
                 raise ExportError("getitem %s on a value that is not a multi-result op" % node.name)
-            body.extend(self.call(node, getitems))
+            body.extend(self.node_lines(node, getitems))
         for target, new in ex.mutations:
             res = self.fresh("copy_" + target.name)
             ty = _type_of(_node_types(target), ex.dims)
@@ -923,6 +929,100 @@ class _Printer:
         meta += [q("%s:%s:pkg.torch.onnx.original_node_name" % (r, n), orig)
                  for r, n, orig in renamed]
         return meta
+
+    def node_lines(self, node, getitems):
+        if "onnxc_control" in node.meta:
+            return self.control(node, getitems)
+        return self.call(node, getitems)
+
+    def results(self, node, n, getitems):
+        """Names and types of a multi-result node's n results (`_` for the
+        unused ones), from its getitem users."""
+        results, types = ["_"] * n, ["?"] * n
+        for u in node.users:
+            if _is_getitem(u):
+                i = u.args[1]
+                getitems.add(u)
+                if results[i] == "_":
+                    results[i] = _value_name(self.name_for(u))
+                    types[i] = self.type_for(u, _node_types(u))
+                self.names[u] = results[i]
+        return results, types
+
+    def region(self, node, k, params, outs, getitems):
+        """Region k of control node `node` as a subgraph: its parameters
+        (FX nodes, or (name, type) pairs), its nodes, and `return outs`.
+        A returned value the region did not compute is returned through an
+        Identity, so each subgraph output is its own value."""
+        lines, sig = [], []
+        for p in params:
+            if isinstance(p, tuple):
+                sig.append("%s: %s" % p)
+                continue
+            vname = _value_name(self.name_for(p))
+            self.names[p] = vname
+            sig.append("%s: %s" % (vname, self.type_for(p, _node_types(p))))
+        mine = [n for n in node.meta["onnxc_control"]["regions"][k]
+                if self.owner.get(n) == (node, k)]
+        for n in mine:
+            if n.op != "call_function" or n in params or n in getitems:
+                continue
+            if _is_getitem(n):
+                raise ExportError("getitem %s on a value that is not a multi-result op" % n.name)
+            lines.extend(self.node_lines(n, getitems))
+        ret, types = [], []
+        inside = set(mine)
+        for o in outs:
+            if isinstance(o, tuple):
+                ret.append(o[0])
+                types.append(o[1])
+                continue
+            ty = self.type_for(o, _node_types(o))
+            name = self.arg(o)
+            if o not in inside and o not in params:
+                copy = _value_name(self.fresh(self.raw.get(o, o.name) + "_out"))
+                lines.append("%s = onnx::Identity(%s) : %s" % (copy, name, ty))
+                name = copy
+            ret.append(name)
+            types.append(ty)
+        head = "graph(%s) -> (%s) {" % (", ".join(sig), ", ".join(types))
+        return [head] + ["  " + l for l in lines] + ["  return " + ", ".join(ret), "}"]
+
+    def control(self, node, getitems):
+        """A captured onnxc.cond as onnx::If, a loop as onnx::Loop."""
+        info = node.meta["onnxc_control"]
+        if info["kind"] == "if":
+            pred, then_out, else_out = node.args
+            results, types = self.results(node, len(then_out), getitems)
+            then_g = self.region(node, 0, [], then_out, getitems)
+            else_g = self.region(node, 1, [], else_out, getitems)
+            head = "%s = onnx::If(%s, then_branch = " % (", ".join(results), self.arg(pred))
+            text = [head + then_g[0]] + ["  " + l for l in then_g[1:-1]]
+            text += ["}, else_branch = " + else_g[0]] + ["  " + l for l in else_g[1:-1]]
+        else:
+            count, first, init, params, again, new = node.args
+            results, types = self.results(node, len(init), getitems)
+            # The body's parameters: `iter`, then each carried value's name
+            # with `_carried` (FX names them all after their call target).
+            carried = params[1:] if info["iter"] else params
+            if info["iter"]:
+                self.wanted[params[0]] = self.fresh("iter")
+            for p, v in zip(carried, init):
+                self.wanted[p] = self.fresh(self.raw.get(v, v.name) + "_carried")
+            it = [] if info["iter"] else [(_value_name(self.fresh("iter")), "i64[]")]
+            cond_in = (_value_name(self.fresh("cond_in")), "bool[]")
+            sig = ([params[0], cond_in] + list(params[1:])) if info["iter"] \
+                else it + [cond_in] + list(params)
+            cond_out = [again[0]] if again[0] is not None else [cond_in]
+            body = self.region(node, 0, sig, cond_out + list(new), getitems)
+            inputs = [self.arg(count), self.arg(first)] + [self.arg(v) for v in init]
+            head = "%s = onnx::Loop(%s, body = " % (", ".join(results), ", ".join(inputs))
+            text = [head + body[0]] + ["  " + l for l in body[1:-1]]
+        text.append("}) : " + ", ".join(types))
+        prov = self.provenance(node)
+        if prov:
+            text.append("    " + " ".join(prov))
+        return text
 
     def call(self, node, getitems):
         ex = self.ex
@@ -1028,6 +1128,43 @@ class _Printer:
         return "\n".join(lines) + "\n"
 
 
+def _region_owners(graph):
+    """FX node -> (control node, region index) for the nodes a captured
+    onnxc.cond or loop traced into its branches or body, each owned by the
+    innermost.  A node a region made that only reads values from outside it
+    and is used outside it (a size the tracer computed lazily) belongs to
+    the graph around."""
+    owner = {}
+    live = set(graph.nodes)
+    for node in graph.nodes:
+        info = node.meta.get("onnxc_control")
+        if info is None:
+            continue
+        # Constants a region made (get_attr) are declared with the graph's.
+        info["regions"] = [[n for n in nodes if n in live and n.op == "call_function"]
+                           for nodes in info["regions"]]
+        for k, nodes in enumerate(info["regions"]):
+            for n in nodes:
+                owner.setdefault(n, (node, k))
+
+    def inside(n, where):
+        while n is not None:
+            o = owner.get(n)
+            if o == where:
+                return True
+            n = o[0] if o else None
+        return False
+
+    for n in list(owner):
+        where = owner[n]
+        outside_use = any(u is not where[0] and not inside(u, where) for u in n.users)
+        reads_inside = any(isinstance(a, torch.fx.Node) and inside(a, where)
+                           for a in n.all_input_nodes)
+        if outside_use and not reads_inside and "onnxc_control" not in n.meta:
+            del owner[n]
+    return owner
+
+
 def _is_getitem(node):
     t = node.target
     return (node.op == "call_function" and getattr(t, "__name__", "") == "getitem"
@@ -1113,7 +1250,9 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
     # Symbolic tracing runs on fake tensors, which the whole-layer ops have
     # no kernel for: recurrent layers keep their per-step form there.
+    control = sys.modules.get("onnxc.control")
     with prov, _LinearNames(), _NativeDropout(), \
+            (control.capturing() if control else contextlib.nullcontext()), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
             (contextlib.nullcontext() if mode == "symbolic" else _WholeRNNLayers()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)

@@ -21,7 +21,9 @@ import sys
 import tempfile
 import time
 
-__all__ = ["export", "ConversionError", "find_onnxc"]
+from .control import cond, fori_loop, while_loop  # noqa: E402,F401
+
+__all__ = ["export", "ConversionError", "find_onnxc", "cond", "while_loop", "fori_loop"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))

@@ -278,6 +278,125 @@ def int_arith():
                                torch.randn(2, 3)), None
 
 
+# -- control flow kept in the graph: onnxc.cond, onnxc.fori_loop, onnxc.while_loop --
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import onnxc  # noqa: E402
+
+
+class CondBranch(nn.Module):
+    """A branch on a tensor's value (an If), whose branches read a weight
+    and return two results, one of them an operand unchanged."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x, y):
+        a, b = onnxc.cond(x.mean() > 0,
+                          lambda x, y: (torch.relu(self.fc(x)) + y, y),
+                          lambda x, y: (x * y - 1.0, y.flip(0)),
+                          (x, y))
+        return a * 2.0, b
+
+
+def cond_branch():
+    _seed()
+    return CondBranch().eval(), (torch.randn(3, 6).abs() + 0.1, torch.randn(3, 6)), None
+
+
+def cond_dynamic():
+    """CondBranch with a dynamic batch: the symbolic tracer traces the
+    branches on fake tensors."""
+    _seed()
+    return (CondBranch().eval(), (torch.randn(3, 6).abs() + 0.1, torch.randn(3, 6)),
+            {"x": {0: "batch"}, "y": {0: "batch"}})
+
+
+class ForiLoop(nn.Module):
+    """A loop whose trip count is an input (an ONNX Loop with a dynamic
+    count): a recurrent cell applied n times, with the step index."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(8, 8)
+
+    def forward(self, h, n):
+        def step(i, h, total):
+            h = torch.tanh(self.cell(h)) + i.to(h.dtype) * 0.1
+            return h, total + h.sum(1)
+        return onnxc.fori_loop(n, step, (h, torch.zeros(h.shape[0])))
+
+
+def fori_loop():
+    _seed()
+    return ForiLoop().eval(), (torch.randn(2, 8), torch.tensor(3)), None
+
+
+class WhileLoop(nn.Module):
+    """Newton's iteration for sqrt until it converges: the trip count
+    depends on the data (an ONNX Loop with only a condition), then a
+    branch inside a loop body."""
+
+    def forward(self, a):
+        def body(x, k):
+            x = 0.5 * (x + a / x)
+            x = onnxc.cond(k > 100, lambda x: x * 0.0, lambda x: x, (x,))
+            return x, k + 1
+        return onnxc.while_loop(lambda x, k: ((x * x - a).abs().max() > 1e-4) & (k < 50),
+                                body, (a.clone(), torch.zeros((), dtype=torch.int64)))
+
+
+def while_loop():
+    return WhileLoop().eval(), (torch.tensor([2.0, 9.0, 0.5]),), None
+
+
+class CondInPlace(nn.Module):
+    """Branches and a loop body that write into their operands in place:
+    functionalize makes the writes new results of the If and Loop."""
+
+    def forward(self, x, y):
+        buf = x.clone()
+
+        def grow(b, y):
+            b.mul_(2.0).add_(y)
+            return b.sum(0)
+
+        s = onnxc.cond(y.sum() > 0, grow, lambda b, y: b.sum(0) - 1.0, (buf, y))
+
+        def body(i, h):
+            h[0].add_(1.0)
+            return h * 0.5
+
+        h = onnxc.fori_loop(3, body, x.clone())
+        return s, buf + 1.0, h
+
+
+def cond_inplace():
+    _seed()
+    return CondInPlace().eval(), (torch.randn(2, 5), torch.rand(2, 5)), None
+
+
+class OutVariants(nn.Module):
+    """out= calls that fill two named tensors (one of them a row of a
+    buffer), and in-place shape changes: functionalize rewrites them."""
+
+    def forward(self, x):
+        v, i = torch.empty(4), torch.empty(4, dtype=torch.long)
+        torch.max(x, 1, out=(v, i))
+        rows = torch.zeros(2, 6)
+        idx = torch.empty(6, dtype=torch.long)
+        torch.sort(x[1], descending=True, out=(rows[1], idx))
+        flat = x.clone().resize_(2, 12)
+        part = x.clone().resize_(3, 5)
+        return v + 1.0, i, rows * 2.0, idx, flat.swapaxes_(0, 1) * 3.0, part
+
+
+def out_variants():
+    _seed()
+    return OutVariants().eval(), (torch.randn(4, 6),), None
+
+
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
@@ -304,6 +423,12 @@ ZOO = {
     "buffer_mutation": buffer_mutation,
     "dynamic_batch": dynamic_batch,
     "int_arith": int_arith,
+    "cond_branch": cond_branch,
+    "cond_dynamic": cond_dynamic,
+    "fori_loop": fori_loop,
+    "while_loop": while_loop,
+    "cond_inplace": cond_inplace,
+    "out_variants": out_variants,
 }
 
 # Models whose export the installed PyTorch may not manage (an older
@@ -314,4 +439,11 @@ EXPORT_MAY_FAIL = {"swin_t", "vit_b_16", "maxvit_t", "convnext_tiny"}
 EXTRA_INPUTS = {
     "dynamic_batch": lambda: (torch.randn(5, 10),),
     "llm_dynamic_seq": lambda: (torch.randint(0, 1024, (3, 7), dtype=torch.int64),),
+    # a list: several cases.  The other branch; other trip counts.
+    "cond_branch": lambda: [(-torch.randn(3, 6).abs() - 0.1, torch.randn(3, 6))],
+    "cond_dynamic": lambda: [(-torch.randn(5, 6).abs() - 0.1, torch.randn(5, 6)),
+                             (torch.randn(2, 6).abs() + 0.1, torch.randn(2, 6))],
+    "fori_loop": lambda: [(torch.randn(2, 8), torch.tensor(0)), (torch.randn(2, 8), torch.tensor(7))],
+    "while_loop": lambda: [(torch.tensor([1.0, 1.0, 1.0]),), (torch.tensor([400.0, 1e-3, 7.0]),)],
+    "cond_inplace": lambda: [(torch.randn(2, 5), -torch.rand(2, 5))],
 }

@@ -198,10 +198,11 @@ def run_model(name, builder, onnxc, ortlib, workdir):
         raise Failure("input names %s, expected %s" % (names, [n for n, _ in feeds]))
     extra = []
     if name in getattr(models, "EXTRA_INPUTS", {}):
-        extra_args = models.EXTRA_INPUTS[name]()
-        with torch.no_grad():
-            extra_ref = flat_outputs(copy.deepcopy(model)(*extra_args))
-        extra.append((flat_inputs(model, extra_args), extra_ref))
+        cases = models.EXTRA_INPUTS[name]()
+        for extra_args in cases if isinstance(cases, list) else [cases]:
+            with torch.no_grad():
+                extra_ref = flat_outputs(copy.deepcopy(model)(*extra_args))
+            extra.append((flat_inputs(model, extra_args), extra_ref))
     results = []
     for level in LEVELS:
         try:

@@ -78,6 +78,20 @@ class ReadsValues(torch.nn.Module):
         return y - 1
 
 
+class KeepsBranches(torch.nn.Module):
+    """ReadsValues's branch and a loop over a length, written with the
+    control-flow functions, so the graph decides at run time."""
+    def forward(self, x, n):
+        y = onnxc.cond(x.sum() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
+        return onnxc.fori_loop(n, lambda i, y: y * 0.5 + i, y)
+
+
+class BadBranches(torch.nn.Module):
+    """Branches that return different shapes."""
+    def forward(self, x):
+        return onnxc.cond(x.sum() > 0, lambda x: x, lambda x: x[:1], (x,))
+
+
 class UnbindsNothing(torch.nn.Module):
     """A list-returning op with no results (unbind of an empty dim), as
     Mask R-CNN's ROI heads make when no box survives."""
@@ -246,6 +260,26 @@ class ApiTest(TempDirTest):
         # Other inputs that read the same values give PyTorch's results too.
         x2, l2 = torch.rand(2, 6, 3), torch.tensor([1, 4])
         self.check_runs(model, f, {"x": x2.numpy(), "lengths": l2.numpy()}, (x2, l2))
+
+    def test_control_flow(self):
+        """onnxc.cond and onnxc.fori_loop become If and Loop: one model
+        gives PyTorch's results on both branches and several trip counts,
+        and no value is specialized."""
+        import contextlib
+        import io
+        model = KeepsBranches()
+        x, n = torch.rand(2, 3), torch.tensor(2)
+        f = self.path("branches.onnx")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            onnxc.export(model, (x, n), f)
+        self.assertNotIn("specialized", err.getvalue())
+        self.assertEqual(sorted({nd.op_type for nd in onnx.load(f).graph.node} & {"If", "Loop"}),
+                         ["If", "Loop"])
+        for x, n in ((x, n), (-x, torch.tensor(0)), (-x, torch.tensor(5))):
+            self.check_runs(model, f, {"x": x.numpy(), "n": n.numpy()}, (x, n))
+        with self.assertRaises(TypeError):
+            onnxc.export(BadBranches(), (x,), self.path("bad.onnx"))
 
     def test_op_without_results(self):
         model, x = UnbindsNothing(), torch.randn(3, 4)
