@@ -37,6 +37,14 @@ const Arg *rt_attr(const KCtx *k, const char *name)
 	return NULL;
 }
 
+DType rt_attr_dtype(const KCtx *k, const char *name)
+{
+	const Arg *a = rt_attr(k, name);
+	if (a && a->kind == A_DTYPE)
+		return (DType)a->u.i;
+	return a && a->kind == A_INT ? dtype_from_onnx((int)a->u.i) : DT_UNDEF;
+}
+
 int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt)
 {
 	const Arg *a = rt_attr(k, name);

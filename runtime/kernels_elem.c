@@ -486,10 +486,10 @@ static Status k_cast(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 		return rt_fail(k, "missing input");
 	if (k->n->op == OP_ONNX_CastLike)
 		return nin < 2 || !in[1] ? rt_fail(k, "missing target") : cast_to(k, in[0], in[1]->dtype, out);
-	const Arg *to = rt_attr(k, "to");
-	if (!to || to->kind != A_INT)
-		return rt_fail(k, "attribute 'to' must be an int");
-	return cast_to(k, in[0], dtype_from_onnx((int)to->u.i), out);
+	DType to = rt_attr_dtype(k, "to");
+	if (!to)
+		return rt_fail(k, "attribute 'to' must be a dtype");
+	return cast_to(k, in[0], to, out);
 }
 
 Kernel rt_elem_kernel(OpId op)

@@ -554,8 +554,9 @@ static Status k_eye_like(const KCtx *k, RTensor *const *in, uint32_t nin, RTenso
 		return FAILED;
 	if (in[0]->rank != 2)
 		return rt_fail(k, "the input must be a matrix");
-	const Arg *dt = rt_attr(k, "dtype");
-	DType t = dt && dt->kind == A_INT ? dtype_from_onnx((int)dt->u.i) : in[0]->dtype;
+	DType t = rt_attr_dtype(k, "dtype");
+	if (!t)
+		t = in[0]->dtype;
 	if (!numeric(t))
 		return rt_fail(k, "unsupported dtype %s", t ? dtype_name(t) : "(unknown)");
 	if (!(*out = rt_new(k->n->loc, t, 2, in[0]->shape)))

@@ -135,6 +135,9 @@ Status rt_fail(const KCtx *k, const char *fmt, ...);
 Status rt_unsupported(const KCtx *k, const RTensor *t);    /* "unsupported dtype ..." */
 const Arg *rt_attr(const KCtx *k, const char *name);       /* NULL if absent */
 int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt);
+/* A dtype attribute, written as a dtype (`to = i64`) or ONNX's number;
+ * DT_UNDEF if absent or neither. */
+DType rt_attr_dtype(const KCtx *k, const char *name);
 double rt_attr_float(const KCtx *k, const char *name, double dflt);
 /* An ints attribute, or an i32/i64 tensor input, as int64s: *n = -1 when
  * absent.  The result is malloc'd (free it). */
