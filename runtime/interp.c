@@ -178,10 +178,33 @@ static void drop_use(ValueId v, void *ctx)
 	}
 }
 
-static Status bind_inits(Run *r)
+/* f on every value a node reads, those its subgraphs read included (at any
+ * depth): an outer value a branch or loop body reads lives until the node
+ * that owns the subgraph has run. */
+static void each_use_deep(const Node *n, void (*f)(ValueId, void *), void *ctx);
+
+typedef struct Deep { void (*f)(ValueId, void *); void *ctx; } Deep;
+
+static void deep_graph(Graph *g, void *ctx)
 {
-	for (uint32_t i = 0; i < r->g->inits.n; i++) {
-		ValueId id = r->g->inits.v[i];
+	Deep *d = ctx;
+	for (const Node *n = g->first; n; n = n->next)
+		each_use_deep(n, d->f, d->ctx);
+	for (uint32_t i = 0; i < g->nout; i++)
+		d->f(g->out[i], d->ctx);
+}
+
+static void each_use_deep(const Node *n, void (*f)(ValueId, void *), void *ctx)
+{
+	Deep d = { f, ctx };
+	node_each_use(n, f, ctx);
+	node_each_subgraph(n, deep_graph, &d);
+}
+
+static Status bind_inits(Run *r, const Graph *g)
+{
+	for (uint32_t i = 0; i < g->inits.n; i++) {
+		ValueId id = g->inits.v[i];
 		const Value *v = val(r->m, id);
 		if (v->kind == VK_CONST)
 			r->vals[id] = v->init ? rt_from_ir(v->loc, v->init) : NULL;
@@ -216,27 +239,229 @@ static Status gather_inputs(Run *r, const Node *n, RTensor **in)
 	return OK;
 }
 
-static Status run_node(Run *r, const Node *n)
+static Status run_control(Run *r, const Node *n, RTensor *const *in, RTensor **out);
+
+/* top: a node of the main graph, whose uses are dropped as it runs; a node
+ * of a subgraph keeps its operands (a loop body runs again) and replaces
+ * the results of its last run. */
+static Status run_node(Run *r, const Node *n, int top)
 {
 	RTensor **in = xcalloc(n->nargs + 1, sizeof *in), **out = xcalloc(n->nres + 1, sizeof *out);
 	Status s = gather_inputs(r, n, in);
 	if (s == OK)
-		s = rt_eval_node(n, r->opset, in, n->nargs, out);
+		s = n->domain == S_onnx && (n->op == OP_ONNX_If || n->op == OP_ONNX_Loop)
+			? run_control(r, n, in, out) : rt_eval_node(n, r->opset, in, n->nargs, out);
 	for (uint32_t i = 0; s == OK && i < n->nres; i++) {
-		if (n->res[i])
+		if (n->res[i]) {
+			rt_free(r->vals[n->res[i]]);
 			r->vals[n->res[i]] = out[i];
-		else
+		} else {
 			rt_free(out[i]);
+		}
 	}
-	for (uint32_t i = 0; s == OK && r->observe && i < n->nres; i++)
+	for (uint32_t i = 0; s == OK && top && r->observe && i < n->nres; i++)
 		if (n->res[i])
 			r->observe(r->octx, n->res[i], n, r->vals[n->res[i]]);
-	if (s == OK)
-		node_each_use(n, drop_use, r);
+	if (s == OK && top)
+		each_use_deep(n, drop_use, r);
 	free(in);
 	free(out);
 	return s;
 }
+
+/* Runs subgraph g on args (its formal inputs, in order) and copies its
+ * outputs into outs; the values g defines are freed again. */
+static Status run_sub(Run *r, const Graph *g, RTensor *const *args, uint32_t nargs, RTensor **outs)
+{
+	Status s = OK;
+	uint32_t k = 0;
+	for (uint32_t i = 0; s == OK && i < g->nin; i++) {
+		ValueId id = g->in[i];
+		if (val(r->m, id)->kind != VK_INPUT)
+			continue;
+		if (k >= nargs || !args[k]) {
+			diag_error(g->loc, "subgraph input %u has no value", k);
+			s = FAILED;
+		} else if (!(r->vals[id] = rt_copy(val(r->m, id)->loc, args[k]))) {
+			s = FAILED;
+		}
+		k++;
+	}
+	if (s == OK)
+		s = bind_inits(r, g);
+	for (const Node *n = g->first; s == OK && n; n = n->next)
+		s = run_node(r, n, 0);
+	for (uint32_t i = 0; s == OK && i < g->nout; i++) {
+		const RTensor *t = r->vals[g->out[i]];
+		if (!t) {
+			diag_error(g->loc, "subgraph output %u was not computed", i);
+			s = FAILED;
+		} else if (!(outs[i] = rt_copy(g->loc, t))) {
+			s = FAILED;
+		}
+	}
+	for (uint32_t i = 0; i < g->nin; i++) {
+		rt_free(r->vals[g->in[i]]);
+		r->vals[g->in[i]] = NULL;
+	}
+	for (const Node *n = g->first; n; n = n->next)
+		for (uint32_t i = 0; i < n->nres; i++)
+			if (n->res[i]) {
+				rt_free(r->vals[n->res[i]]);
+				r->vals[n->res[i]] = NULL;
+			}
+	return s;
+}
+
+/* ---- control flow ------------------------------------------------------------ */
+
+static const Graph *graph_attr(const Node *n, const char *name)
+{
+	const Named *k = node_kw(n, sym_cstr(name));
+	return k && k->val.kind == A_GRAPH ? k->val.u.g : NULL;
+}
+
+static int truth(const RTensor *t, int *v)
+{
+	if (!t || t->numel != 1)
+		return 0;
+	*v = t->dtype == DT_BOOL ? t->data[0] != 0 : rt_get_i(t, 0) != 0;
+	return 1;
+}
+
+/* Scan outputs: the iterations' tensors stacked on a new first axis. */
+static RTensor *stack(Loc loc, RTensor **parts, int64_t n)
+{
+	const RTensor *p = parts[0];
+	int64_t shape[RT_MAX_RANK];
+	if (p->rank + 1 > RT_MAX_RANK) {
+		diag_error(loc, "a scan output of rank %d is past the runtime's rank limit", p->rank + 1);
+		return NULL;
+	}
+	shape[0] = n;
+	memcpy(shape + 1, p->shape, sizeof *shape * (size_t)p->rank);
+	RTensor *t = rt_new(loc, p->dtype, p->rank + 1, shape);
+	for (int64_t i = 0; t && i < n; i++) {
+		if (parts[i]->dtype != p->dtype || parts[i]->nbytes != p->nbytes) {
+			diag_error(loc, "scan output of iteration %lld differs in shape from the first", (long long)i);
+			rt_free(t);
+			return NULL;
+		}
+		memcpy(t->data + (size_t)i * p->nbytes, parts[i]->data, p->nbytes);
+	}
+	return t;
+}
+
+static Status run_if(Run *r, const Node *n, RTensor *const *in, RTensor **out)
+{
+	int c;
+	if (!truth(in[0], &c)) {
+		diag_error(n->loc, "onnx::If: the condition must be one element");
+		return FAILED;
+	}
+	const Graph *g = graph_attr(n, c ? "then_branch" : "else_branch");
+	if (!g || g->nout != n->nres) {
+		diag_error(n->loc, "onnx::If: the %s branch is missing or gives %u results for %u", c ? "then" : "else",
+			   g ? g->nout : 0, n->nres);
+		return FAILED;
+	}
+	return run_sub(r, g, NULL, 0, out);
+}
+
+/* Loop(M, cond, v...): body(iter, cond, v...) -> (cond, v..., scan...). */
+static Status run_loop(Run *r, const Node *n, RTensor *const *in, RTensor **out)
+{
+	const Graph *body = graph_attr(n, "body");
+	uint32_t nv = n->nargs > 2 ? n->nargs - 2 : 0;
+	if (!body || n->nargs < 2 || body->nout < 1 + nv || n->nres != body->nout - 1) {
+		diag_error(n->loc, "onnx::Loop: the body does not match the node's carried values and results");
+		return FAILED;
+	}
+	uint32_t nscan = body->nout - 1 - nv;
+	int keep = 1;
+	int64_t trips = -1;
+	if (in[0] && (in[0]->numel != 1 || (trips = rt_get_i(in[0], 0)) < 0)) {
+		diag_error(n->loc, "onnx::Loop: the trip count must be one non-negative integer");
+		return FAILED;
+	}
+	if (in[1] && !truth(in[1], &keep)) {
+		diag_error(n->loc, "onnx::Loop: the condition must be one element");
+		return FAILED;
+	}
+	if (!in[0] && !in[1]) {
+		diag_error(n->loc, "onnx::Loop: neither a trip count nor a condition: the loop would not end");
+		return FAILED;
+	}
+	RTensor **args = xcalloc(nv + 2, sizeof *args), **res = xcalloc(body->nout, sizeof *res);
+	RTensor ***scans = xcalloc(nscan + 1, sizeof *scans);
+	int64_t it = 0, cap = 0;
+	Status s = OK;
+	args[0] = rt_new(n->loc, DT_I64, 0, NULL);
+	args[1] = rt_new(n->loc, DT_BOOL, 0, NULL);
+	for (uint32_t i = 0; i < nv; i++)
+		args[i + 2] = in[i + 2] ? rt_copy(n->loc, in[i + 2]) : NULL;
+	if (!args[0] || !args[1])
+		s = FAILED;
+	while (s == OK && keep && (trips < 0 || it < trips)) {
+		rt_set_i(args[0], 0, it);
+		args[1]->data[0] = 1;
+		s = run_sub(r, body, args, nv + 2, res);
+		if (s != OK)
+			break;
+		if (in[1] && !truth(res[0], &keep)) {
+			diag_error(n->loc, "onnx::Loop: the body's condition must be one element");
+			s = FAILED;
+		}
+		rt_free(res[0]);
+		res[0] = NULL;
+		for (uint32_t i = 0; i < nv; i++) {
+			rt_free(args[i + 2]);
+			args[i + 2] = res[i + 1];
+			res[i + 1] = NULL;
+		}
+		if (it == cap) {
+			cap = cap ? 2 * cap : 8;
+			for (uint32_t j = 0; j < nscan; j++)
+				scans[j] = xrealloc(scans[j], (size_t)cap * sizeof **scans);
+		}
+		for (uint32_t j = 0; j < nscan; j++) {
+			scans[j][it] = res[1 + nv + j];
+			res[1 + nv + j] = NULL;
+		}
+		it++;
+	}
+	for (uint32_t i = 0; s == OK && i < nv; i++) {
+		out[i] = args[i + 2];
+		args[i + 2] = NULL;
+	}
+	for (uint32_t j = 0; s == OK && j < nscan; j++) {
+		if (!it) {
+			diag_error(n->loc, "onnx::Loop: a scan output of no iterations has no shape the runtime can give");
+			s = FAILED;
+		} else if (!(out[nv + j] = stack(n->loc, scans[j], it))) {
+			s = FAILED;
+		}
+	}
+	for (uint32_t j = 0; j < nscan; j++) {
+		for (int64_t i = 0; i < it; i++)
+			rt_free(scans[j][i]);
+		free(scans[j]);
+	}
+	for (uint32_t i = 0; i < nv + 2; i++)
+		rt_free(args[i]);
+	for (uint32_t i = 0; i < body->nout; i++)
+		rt_free(res[i]);
+	free(scans);
+	free(args);
+	free(res);
+	return s;
+}
+
+static Status run_control(Run *r, const Node *n, RTensor *const *in, RTensor **out)
+{
+	return n->op == OP_ONNX_If ? run_if(r, n, in, out) : run_loop(r, n, in, out);
+}
+
 
 static Status run_nodes(Run *r, const RTensor *const *feeds)
 {
@@ -246,15 +471,15 @@ static Status run_nodes(Run *r, const RTensor *const *feeds)
 		if (val(r->m, id)->kind == VK_INPUT && !(r->vals[id] = rt_copy(val(r->m, id)->loc, feeds[k++])))
 			return FAILED;
 	}
-	if (bind_inits(r) != OK)
+	if (bind_inits(r, r->g) != OK)
 		return FAILED;
 	for (const Node *n = r->g->first; n; n = n->next)
-		node_each_use(n, count_use, r);
+		each_use_deep(n, count_use, r);
 	/* Graph outputs hold one use each, so they are never freed early. */
 	for (uint32_t i = 0; i < r->g->nout; i++)
 		r->uses[r->g->out[i]]++;
 	for (const Node *n = r->g->first; n; n = n->next)
-		if (run_node(r, n) != OK)
+		if (run_node(r, n, 1) != OK)
 			return FAILED;
 	return OK;
 }
@@ -298,10 +523,26 @@ Status rt_run_graph_observe(Module *m, const char *weights_dir, RTensor *const *
 	return s;
 }
 
-const Node *rt_first_unrunnable(const Module *m)
+static const Node *first_unrunnable(const Graph *g)
 {
-	for (const Node *n = m->graphs.v[0]->first; n; n = n->next)
+	for (const Node *n = g->first; n; n = n->next) {
+		if (n->domain == S_onnx && (n->op == OP_ONNX_If || n->op == OP_ONNX_Loop)) {
+			const char *names[2] = { n->op == OP_ONNX_If ? "then_branch" : "body", "else_branch" };
+			for (int i = 0; i < (n->op == OP_ONNX_If ? 2 : 1); i++) {
+				const Graph *sub = graph_attr(n, names[i]);
+				const Node *bad = sub ? first_unrunnable(sub) : n;
+				if (bad)
+					return bad;
+			}
+			continue;
+		}
 		if (n->domain != S_onnx || !rt_kernel(n->op))
 			return n;
+	}
 	return NULL;
+}
+
+const Node *rt_first_unrunnable(const Module *m)
+{
+	return first_unrunnable(m->graphs.v[0]);
 }
