@@ -10,13 +10,17 @@ seeded random inputs and compare with PyTorch calling the same ATen op
 atol 1e-5 for floats, exact for integers and bools, same dtypes and shapes.
 
     /usr/bin/python3 test/decomp/check_decomps.py [--onnxc PATH] [-k PATTERN] [-v]
+                                                   [--no-dtypes | --dtypes-only]
 
 --onnxc is the onnxc binary or a build directory holding it (default
 $ONNXC_BUILD, else build/onnxc); -k keeps the cases whose id contains
-PATTERN (or matches it as a glob).  Prints one line a case and, alone on
-the last line, `N passed, N failed, N skipped`; expected failures are
-counted on the line before it.  Exit status 1 when a case fails (or an
-expected failure passes).
+PATTERN (or matches it as a glob).  After the table comes the dtype
+matrix (test/decomp/dtype_matrix.py: the f32 cases again in f64, f16,
+i64, i32, i8, u8 and bool, ids CASE@DTYPE, a summary per op at the end);
+--no-dtypes leaves it out, --dtypes-only runs it alone.  Prints one line
+a case and, alone on the last line, `N passed, N failed, N skipped`;
+expected failures are counted on the line before it.  Exit status 1 when
+a case fails (or an expected failure of the table passes).
 """
 
 import argparse

@@ -39,18 +39,9 @@ INTS = ("i64", "i32", "i16", "i8", "u8")
 # as passed.
 RNN_INT = ("PyTorch runs the RNN ops on integer tensors in integer arithmetic; the "
            "decompositions use ONNX's RNN, Tanh and Relu, which take floats")
-SAME_DILATED = ("'same' padding with a dilation on integers: the cast weight has no static "
-                "shape inside the body, so the pads fall back to SAME_UPPER, which ONNX "
-                "Runtime's Conv refuses with a dilation")
-INTS_BOOL = ("i64", "i32", "i8", "u8", "bool")
 # (glob of case ids, dtypes, reason)
 _KNOWN = [
     ("einsum-transpose", ("bool",), "Einsum takes numbers; a list of bool operands is not cast yet"),
-    ("conv?d.padding-same-*dilated", ("i64",), SAME_DILATED),
-    ("conv1d.padding-same-odd-total", ("i64",), SAME_DILATED),
-    ("dropout-train-p0", INTS_BOOL, "training-mode Dropout takes floats; not cast around for integers"),
-    ("bernoulli.p-*", INTS_BOOL, "bernoulli of an integer or bool tensor compares f32 uniforms "
-                                 "with it, without a cast"),
     ("rnn_tanh_cell*", ("i64", "i32", "i8", "u8"), RNN_INT),
     ("rnn_relu_cell", ("u8",), RNN_INT),
     ("rnn_relu.input-*", ("i64", "i32", "i8", "u8"), RNN_INT),
@@ -63,8 +54,6 @@ _KNOWN = [
                                                 "Div truncates toward zero"),
     ("scatter_reduce.two-mean-exclude", ("i64", "i32"), "integer mean: PyTorch floors the quotient, "
                                                   "ONNX's Div truncates toward zero"),
-    ("index_put-*accumulate*", ("bool",), "index_put with accumulate adds, and ONNX's Add takes "
-                                         "no bool (PyTorch's bool accumulation is an or)"),
     ("embedding_dense_backward*", ("bool",), "a bool gradient: the decomposition multiplies it"),
     ("_local_scalar_dense", ("f64", "f16", "i32", "i8", "u8"),
      "PyTorch returns a Python number, which the check types f32 or i64; the model keeps the "
