@@ -47,13 +47,8 @@ _KNOWN = [
     ("rnn_relu.input-*", ("i64", "i32", "i8", "u8"), RNN_INT),
     ("scatter_reduce.two-sum-exclude", ("bool",), "scatter_reduce of bools subtracts, which ONNX "
                                                   "does not do on bool"),
-    ("scatter_reduce.two-prod-exclude", ("i64", "i32", "i8", "u8", "bool"),
-     "prod without self divides self out of the product (division by zero where self is 0; "
-     "no Div on bool)"),
-    ("scatter_reduce.two-mean", ("i64", "i32", "i8", "u8"), "integer mean: PyTorch floors the quotient, ONNX's "
-                                                "Div truncates toward zero"),
-    ("scatter_reduce.two-mean-exclude", ("i64", "i32"), "integer mean: PyTorch floors the quotient, "
-                                                  "ONNX's Div truncates toward zero"),
+    ("scatter_reduce.two-prod-exclude", ("bool",), "scatter_reduce of bools subtracts, which ONNX "
+                                                   "does not do on bool"),
     ("embedding_dense_backward*", ("bool",), "a bool gradient: the decomposition multiplies it"),
     ("_local_scalar_dense", ("f64", "f16", "i32", "i8", "u8"),
      "PyTorch returns a Python number, which the check types f32 or i64; the model keeps the "
