@@ -481,10 +481,13 @@ static int emit_text(Module *m, const Opts *o, FILE *dst)
 }
 
 /* An ONNX file never holds ATen ops by accident: without -allow-custom-ops
- * the same listing as the decompose pass's refuses the module. */
+ * the same listing as the decompose pass's refuses the module.  Nor does it
+ * hold complex values, which ONNX's ops take as pairs of reals. */
 static int emit_onnx(Module *m, const Opts *o)
 {
 	if (!o->allow_custom_ops && decompose_report_unsupported(m))
+		return 1;
+	if (complex_report_unlowered(m))
 		return 1;
 	return onnx_write(m, o->output, &o->w);
 }

@@ -33,6 +33,7 @@ typedef struct Decompose {
 	Arena tmp;                  /* lists guards compute for one lookup */
 	const Node **sfrom;         /* the call that made an entry (provenance) */
 	uint32_t nsfrom;
+	ComplexVals complex;        /* complex values of lowered calls, made real at the end */
 } Decompose;
 
 /* The arguments a call binds to one decomposition's parameters. */
@@ -796,17 +797,21 @@ static Status check_arity(const Inst *in, int each)
 	return FAILED;
 }
 
+/* Literals in the body of a complex call act on its real and imaginary
+ * parts. */
+static DType part_dtype(DType t) { return t == DT_C64 ? DT_F32 : t == DT_C128 ? DT_F64 : t; }
+
 /* The dtype literal tensors of this call take (see literal_dtype). */
 static DType call_dtype(const Decompose *x, const Node *call, DType outer)
 {
 	const Type *t = call->nres && call->res[0] ? val(x->m, call->res[0])->type : NULL;
 	if (t && t->kind == TY_TENSOR && t->dtype != DT_BOOL && t->dtype != DT_UNDEF)
-		return (DType)t->dtype;
+		return part_dtype((DType)t->dtype);
 	for (uint32_t i = 0; i < call->nargs; i++) {
 		const Arg *a = &call->args[i];
 		t = a->kind == A_VALUE ? val(x->m, a->u.v)->type : NULL;
 		if (t && t->kind == TY_TENSOR && t->dtype != DT_BOOL && t->dtype != DT_UNDEF)
-			return (DType)t->dtype;
+			return part_dtype((DType)t->dtype);
 	}
 	return outer;
 }
@@ -816,10 +821,13 @@ static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 	uint32_t n[2] = { 0, 0 };
 	const DecompEntry *v[2];
 	arena_reset(&x->tmp);       /* the previous lookup's bindings are spent */
+	int cplx = node_touches_complex(x->m, call);
 	v[0] = x->own ? decomp_table_find(x->own, call->domain, call->name, &n[0]) : NULL;
 	v[1] = x->opt->lib ? decomp_lib_find(x->opt->lib, call->domain, call->name, &n[1]) : NULL;
 	for (int k = 0; k < 2; k++)
 		for (uint32_t i = 0; i < n[k]; i++) {
+			if (cplx && !decomp_takes_complex(v[k][i].d))
+				continue;   /* written for real tensors */
 			*b = xcalloc(v[k][i].d->nparam, sizeof **b);
 			if (bind(x, v[k][i].d, call, *b))
 				return &v[k][i];
@@ -907,6 +915,7 @@ static Status expand(Decompose *x, Node *call, int depth, DType outer)
 		return FAILED;
 	}
 	Inst in = { x, e, call, b, NULL, NULL, call_dtype(x, call, outer), -1, 0 };
+	complex_collect(x->m, &x->complex, call);
 	Graph *g = call->graph;
 	Node *before = call->prev;
 	Status st = run_inst(&in);
@@ -1185,9 +1194,12 @@ Status pass_decompose(Module *m, const PassOptions *opt)
 		module_walk(m, WALK_PROGRAM, keep_custom, m);
 	if (st == OK && !opt->allow_custom_ops && decompose_report_unsupported(m))
 		st = FAILED;
+	if (st == OK)
+		complex_make_real(m, &x.complex);
 	decomp_table_free(x.own);
 	rw_free(&x.subst);
 	arena_free(&x.tmp);
 	free(x.sfrom);
+	free(x.complex.v);
 	return st;
 }

@@ -108,6 +108,20 @@ void decomp_table_free(DecompTable *t);
 Status decomp_table_add(DecompTable *t, Module *m);
 const DecompEntry *decomp_table_find(const DecompTable *t, Sym domain, Sym name, uint32_t *n);
 
+/* complex.c: complex values as real tensors with a trailing dim of 2
+ * (docs/decompositions.md, "Complex values").  decompose lowers a call
+ * touching a complex value only by a decomposition whose guards name c64 or
+ * c128, collects the complex values of the calls it lowers, and makes them
+ * real at the end (c64[d..] is f32[d.., 2], c128 f64).
+ * complex_report_unlowered reports every complex value left, located, and
+ * returns their count. */
+typedef struct ComplexVals { ValueId *v; uint32_t n, cap; } ComplexVals;
+int node_touches_complex(const Module *m, const Node *n);
+int decomp_takes_complex(const Decomp *d);
+void complex_collect(const Module *m, ComplexVals *out, const Node *call);
+void complex_make_real(Module *m, const ComplexVals *vs);
+uint32_t complex_report_unlowered(Module *m);
+
 /* decomp_guard.c: d's where clause on the arguments a call binds (vals, by
  * parameter index; definitions are written there).  1 when every
  * condition holds and every definition is known; lists it computes go in

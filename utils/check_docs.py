@@ -4,6 +4,7 @@
     check_docs.py REPO overloads   docs/decompositions.md lists exactly the
                                    overloads decomps/*.fxir decomposes, and
                                    its count is theirs
+    check_docs.py REPO overloads --write   rewrites that list and count
     check_docs.py REPO ops         the counts table of docs/ops.md matches
                                    ir/ops.def
     check_docs.py REPO decomp-tests  every decomposed overload is called by a
@@ -67,6 +68,29 @@ def check_overloads(repo):
     print(f"ok: {total} overloads in {len(per_file)} files, as listed")
 
 
+def write_overloads(repo):
+    """Rewrites the count and the per-file lines of the covered-overloads
+    section from the library (the rest of the page is left as it is)."""
+    per_file = library_overloads(repo)
+    path = os.path.join(repo, "docs", "decompositions.md")
+    head, section = read(repo, "docs/decompositions.md").split("## Covered overloads", 1)
+    total = len({n for v in per_file.values() for n in v})
+    lines = [f"- `{name}`: " + ", ".join(f"`{n}`" for n in names) for name, names in per_file.items()]
+    out, listed = [], False
+    for line in section.splitlines():
+        if re.match(r"^\d+ overloads:", line):
+            line = f"{total} overloads:"
+        elif re.match(r"- `[^`]+\.fxir`: ", line):
+            if not listed:
+                out.extend(lines)
+                listed = True
+            continue
+        out.append(line)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + "## Covered overloads" + "\n".join(out) + "\n")
+    print(f"wrote {total} overloads in {len(per_file)} files to docs/decompositions.md")
+
+
 def check_ops(repo):
     text = read(repo, "ir/ops.def")
     onnx = len(re.findall(r"^OP\([A-Za-z0-9_]+, *ONNX,", text, re.M))
@@ -125,7 +149,9 @@ def main():
         print(__doc__)
         sys.exit(2)
     repo, what = sys.argv[1], sys.argv[2]
-    if what == "overloads":
+    if what == "overloads" and sys.argv[3:] == ["--write"]:
+        write_overloads(repo)
+    elif what == "overloads":
         check_overloads(repo)
     elif what == "ops":
         check_ops(repo)

@@ -52,6 +52,7 @@ DTYPES = {
     "f32": (np.float32, torch.float32), "f64": (np.float64, torch.float64),
     "i64": (np.int64, torch.int64), "i32": (np.int32, torch.int32),
     "bool": (np.bool_, torch.bool), "u8": (np.uint8, torch.uint8),
+    "c64": (np.complex64, torch.complex64), "c128": (np.complex128, torch.complex128),
     "f16": (np.float16, torch.float16), "i8": (np.int8, torch.int8),
 }
 TORCH_TO_FX = {t: name for name, (_, t) in DTYPES.items()}
@@ -84,6 +85,9 @@ class X:
         npt = DTYPES[self.dtype][0]
         if self.dtype == "bool":
             return np.asarray(rng.random(self.shape) < 0.5)   # an array when 0-d too
+        if self.dtype in ("c64", "c128"):
+            parts = rng.standard_normal(self.shape + (2,))
+            return (parts[..., 0] + 1j * parts[..., 1]).astype(npt)
         if self.dtype in ("i64", "i32", "i8", "u8"):
             lo = -5 if self.lo is None else self.lo
             hi = 6 if self.hi is None else self.hi
@@ -716,6 +720,25 @@ def _rnn_cases():
             cases.append(C("aten::%s.input" % op, x, f("f32[%d,2,4]" % d),
                            _rnn_params(gates, bias, bidir), bias, 1, 0.0, False, bidir,
                            batch_first, id="%s.input-%s" % (op, tag)))
+    # several layers in one call (eval mode): layer l's input is H wide
+    # (2H bidirectional), its params follow layer l-1's, its states are
+    # rows [l*D, (l+1)*D) of h0 (and c0)
+    for layers, bias, bidir in ((2, True, False), (3, False, True), (2, True, True)):
+        d = 2 if bidir else 1
+        tag = "%dlayers-%s-%s" % (layers, "bias" if bias else "nobias", "bidir" if bidir else "uni")
+        for op, gates in (("lstm", 4), ("gru", 3), ("rnn_tanh", 1)):
+            params = []
+            for layer in range(layers):
+                width = 3 if layer == 0 else 4 * d
+                for _ in range(d):
+                    params += [f("f32[%d,%d]" % (gates * 4, width)), f("f32[%d,4]" % (gates * 4))]
+                    if bias:
+                        params += [f("f32[%d]" % (gates * 4)), f("f32[%d]" % (gates * 4))]
+            hx = f("f32[%d,2,4]" % (layers * d))
+            if op == "lstm":
+                hx = [hx, f("f32[%d,2,4]" % (layers * d))]
+            cases.append(C("aten::%s.input" % op, f("f32[5,2,3]"), hx, params, bias, layers, 0.3,
+                           False, bidir, False, id="%s.input-%s" % (op, tag)))
     return cases
 
 
@@ -1007,6 +1030,13 @@ A([
 #    (decomps/core_*.fxir): test/decomp/cases_core.py --
 import cases_core  # noqa: E402
 A(cases_core.cases(sys.modules[__name__]))
+import cases_spectral  # noqa: E402
+A(cases_spectral.cases(sys.modules[__name__]))
+
+# -- F.interpolate beyond 2-D nearest/bilinear (decomps/resample.fxir):
+#    test/decomp/cases_resample.py --
+import cases_resample  # noqa: E402
+A(cases_resample.cases(sys.modules[__name__]))
 
 # -- edge modes: pooling's ceil_mode, count_include_pad and dilation
 #    together, reductions of 0-d tensors and over empty dims:
@@ -1242,8 +1272,9 @@ def first_lines(text, n=2):
     return " | ".join(lines[:n]) if lines else "(no output)"
 
 
-def compare(ref, got, which, shape_only):
-    """The worst absolute difference; rtol/atol widen for f16 results."""
+def compare(ref, got, which, shape_only, half=False):
+    """The worst absolute difference; rtol/atol widen for f16 results, and
+    for all results when `half` (f16 inputs)."""
     if len(got) != len(ref):
         raise Failure("%d outputs, PyTorch has %d" % (len(got), len(ref)))
     worst = 0.0
@@ -1267,7 +1298,7 @@ def compare(ref, got, which, shape_only):
             diff = np.abs(rr[fin] - gg[fin])
             worst = max(worst, float(np.max(diff, initial=0.0)))
             rtol, atol = (dtype_matrix.F16_RTOL, dtype_matrix.F16_ATOL) \
-                if r.dtype == np.float16 else (RTOL, ATOL)
+                if r.dtype == np.float16 or half else (RTOL, ATOL)
             bad = diff > atol + rtol * np.abs(rr[fin])
             if bad.any():
                 j = int(np.argmax(bad))
@@ -1302,7 +1333,7 @@ def run_case(case, onnxc, workdir, index):
                        capture_output=True, text=True, timeout=60)
     if p.returncode != 0 or not os.path.exists(out):
         raise Failure("onnxc exit %d: %s" % (p.returncode, first_lines(p.stderr or p.stdout)))
-    feeds = {n: arr for n, _, arr in prog.inputs}
+    feeds = {n: as_pairs(arr) for n, _, arr in prog.inputs}
     try:
         got = ortlib.run(out, feeds)
     except ortlib.OrtError as e:
@@ -1312,7 +1343,17 @@ def run_case(case, onnxc, workdir, index):
         raise Failure("ONNX Runtime: %s" % first_lines(str(e), 1)[:300])
     which = case.outputs if case.outputs is not None else range(len(ref))
     got = list(got.values())
-    return compare(ref, got[:len(got) - case.mutated], which, case.shape_only)
+    half = getattr(case, "matrix", (None, None))[1] == "f16"
+    return compare([as_pairs(r) for r in ref], got[:len(got) - case.mutated], which,
+                   case.shape_only, half)
+
+
+def as_pairs(arr):
+    """A complex array as onnxc lowers it: the real and imaginary parts in a
+    trailing dim of 2 (docs/decompositions.md, "Complex values")."""
+    if not np.iscomplexobj(arr):
+        return arr
+    return np.stack([arr.real, arr.imag], axis=-1)
 
 
 def find_onnxc(arg):

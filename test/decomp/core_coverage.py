@@ -32,12 +32,7 @@ sys.path.insert(0, HERE)
 
 
 # Why the library leaves these out (printed in docs/coverage.md).
-FFT = ("a complex result: ONNX's DFT returns the real and imaginary parts as a "
-       "trailing dim of 2, and no ONNX op makes a complex tensor of them")
-NOT_DONE = {
-    "aten::_fft_r2c": FFT,
-    "aten::_fft_c2r": FFT,
-}
+NOT_DONE = {}
 
 
 def core_overloads():

@@ -55,8 +55,6 @@ KNOWN_FAILURES = {
     "keypointrcnn_resnet50_fpn": "torchvision::roi_align",
     "maskrcnn_resnet50_fpn": "torchvision::roi_align",
     "maskrcnn_resnet50_fpn_v2": "torchvision::roi_align",
-    # HDemucs's STFT: no decomposition of hann_window (nor of stft) yet.
-    "hdemucs": "no decomposition for aten::hann_window",
     # Tacotron2's prenet applies dropout in eval mode too
     # (F.dropout(training=True)): PyTorch's own output changes from one run
     # to the next, so no reference exists.
