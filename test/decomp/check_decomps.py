@@ -1026,6 +1026,13 @@ A([
 ])
 
 
+# -- edge modes: pooling's ceil_mode, count_include_pad and dilation
+#    together, reductions of 0-d tensors and over empty dims:
+#    test/decomp/cases_edges.py --
+import cases_edges  # noqa: E402
+A(cases_edges.cases(sys.modules[__name__]))
+
+
 # -- the rest of the core ATen opset and the ops real models meet
 #    (decomps/core_*.fxir): test/decomp/cases_core.py --
 import cases_core  # noqa: E402
@@ -1037,12 +1044,6 @@ A(cases_spectral.cases(sys.modules[__name__]))
 #    test/decomp/cases_resample.py --
 import cases_resample  # noqa: E402
 A(cases_resample.cases(sys.modules[__name__]))
-
-# -- edge modes: pooling's ceil_mode, count_include_pad and dilation
-#    together, reductions of 0-d tensors and over empty dims:
-#    test/decomp/cases_edges.py --
-import cases_edges  # noqa: E402
-A(cases_edges.cases(sys.modules[__name__]))
 
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
