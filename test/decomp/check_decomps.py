@@ -10,13 +10,17 @@ seeded random inputs and compare with PyTorch calling the same ATen op
 atol 1e-5 for floats, exact for integers and bools, same dtypes and shapes.
 
     /usr/bin/python3 test/decomp/check_decomps.py [--onnxc PATH] [-k PATTERN] [-v]
+                                                   [--no-dtypes | --dtypes-only]
 
 --onnxc is the onnxc binary or a build directory holding it (default
 $ONNXC_BUILD, else build/onnxc); -k keeps the cases whose id contains
-PATTERN (or matches it as a glob).  Prints one line a case and, alone on
-the last line, `N passed, N failed, N skipped`; expected failures are
-counted on the line before it.  Exit status 1 when a case fails (or an
-expected failure passes).
+PATTERN (or matches it as a glob).  After the table comes the dtype
+matrix (test/decomp/dtype_matrix.py: the f32 cases again in f64, f16,
+i64, i32, i8, u8 and bool, ids CASE@DTYPE, a summary per op at the end);
+--no-dtypes leaves it out, --dtypes-only runs it alone.  Prints one line
+a case and, alone on the last line, `N passed, N failed, N skipped`;
+expected failures are counted on the line before it.  Exit status 1 when
+a case fails (or an expected failure of the table passes).
 """
 
 import argparse
@@ -37,6 +41,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import ortlib  # noqa: E402
+import dtype_matrix  # noqa: E402
 
 RTOL = 1e-4
 ATOL = 1e-5
@@ -48,6 +53,7 @@ DTYPES = {
     "i64": (np.int64, torch.int64), "i32": (np.int32, torch.int32),
     "bool": (np.bool_, torch.bool), "u8": (np.uint8, torch.uint8),
     "c64": (np.complex64, torch.complex64), "c128": (np.complex128, torch.complex128),
+    "f16": (np.float16, torch.float16), "i8": (np.int8, torch.int8),
 }
 TORCH_TO_FX = {t: name for name, (_, t) in DTYPES.items()}
 
@@ -78,11 +84,11 @@ class X:
     def draw(self, rng):
         npt = DTYPES[self.dtype][0]
         if self.dtype == "bool":
-            return rng.random(self.shape) < 0.5
+            return np.asarray(rng.random(self.shape) < 0.5)   # an array when 0-d too
         if self.dtype in ("c64", "c128"):
             parts = rng.standard_normal(self.shape + (2,))
             return (parts[..., 0] + 1j * parts[..., 1]).astype(npt)
-        if self.dtype in ("i64", "i32", "u8"):
+        if self.dtype in ("i64", "i32", "i8", "u8"):
             lo = -5 if self.lo is None else self.lo
             hi = 6 if self.hi is None else self.hi
             if self.unique:
@@ -1020,6 +1026,13 @@ A([
 ])
 
 
+# -- edge modes: pooling's ceil_mode, count_include_pad and dilation
+#    together, reductions of 0-d tensors and over empty dims:
+#    test/decomp/cases_edges.py --
+import cases_edges  # noqa: E402
+A(cases_edges.cases(sys.modules[__name__]))
+
+
 # -- the rest of the core ATen opset and the ops real models meet
 #    (decomps/core_*.fxir): test/decomp/cases_core.py --
 import cases_core  # noqa: E402
@@ -1114,6 +1127,14 @@ class Skip(Exception):
 
 class Failure(Exception):
     pass
+
+
+class NotTaken(Skip):
+    """A dtype variant PyTorch's eager op refuses: not in the matrix."""
+
+
+class NoKernel(Skip):
+    """A dtype variant ONNX Runtime has no CPU kernel for (args: message, op)."""
 
 
 def torch_op(name):
@@ -1252,7 +1273,9 @@ def first_lines(text, n=2):
     return " | ".join(lines[:n]) if lines else "(no output)"
 
 
-def compare(ref, got, which, shape_only):
+def compare(ref, got, which, shape_only, half=False):
+    """The worst absolute difference; rtol/atol widen for f16 results, and
+    for all results when `half` (f16 inputs)."""
     if len(got) != len(ref):
         raise Failure("%d outputs, PyTorch has %d" % (len(got), len(ref)))
     worst = 0.0
@@ -1275,7 +1298,9 @@ def compare(ref, got, which, shape_only):
             fin = ~np.isinf(rr)
             diff = np.abs(rr[fin] - gg[fin])
             worst = max(worst, float(np.max(diff, initial=0.0)))
-            bad = diff > ATOL + RTOL * np.abs(rr[fin])
+            rtol, atol = (dtype_matrix.F16_RTOL, dtype_matrix.F16_ATOL) \
+                if r.dtype == np.float16 or half else (RTOL, ATOL)
+            bad = diff > atol + rtol * np.abs(rr[fin])
             if bad.any():
                 j = int(np.argmax(bad))
                 raise Failure("output %d: max abs diff %.3g (e.g. %r vs PyTorch %r)"
@@ -1290,13 +1315,15 @@ def compare(ref, got, which, shape_only):
 def run_case(case, onnxc, workdir, index):
     if case.skip:
         raise Skip(case.skip)
-    rng = np.random.default_rng(SEED + index)
+    rng = np.random.default_rng(getattr(case, "seed", SEED + index))
     prog = Program(case, rng)
     try:
         ref = reference(case, prog)
     except Skip:
         raise
     except Exception as e:  # noqa: BLE001 - PyTorch refused the call
+        if hasattr(case, "matrix"):
+            raise NotTaken(first_lines(str(e), 1))
         raise Skip("PyTorch rejects the call: %s" % first_lines(str(e), 1))
     text = program_text(case, prog, ref)
     src = os.path.join(workdir, "case%d.fxir" % index)
@@ -1311,11 +1338,15 @@ def run_case(case, onnxc, workdir, index):
     try:
         got = ortlib.run(out, feeds)
     except ortlib.OrtError as e:
+        missing = dtype_matrix.kernel_missing(str(e)) if hasattr(case, "matrix") else None
+        if missing:
+            raise NoKernel("no ONNX Runtime kernel for %s in %s" % (missing, case.matrix[1]), missing)
         raise Failure("ONNX Runtime: %s" % first_lines(str(e), 1)[:300])
     which = case.outputs if case.outputs is not None else range(len(ref))
     got = list(got.values())
+    half = getattr(case, "matrix", (None, None))[1] == "f16"
     return compare([as_pairs(r) for r in ref], got[:len(got) - case.mutated], which,
-                   case.shape_only)
+                   case.shape_only, half)
 
 
 def as_pairs(arr):
@@ -1340,6 +1371,9 @@ def main():
     ap.add_argument("-k", dest="pattern", help="only the cases whose id contains PATTERN "
                     "or matches it as a glob")
     ap.add_argument("-v", action="store_true", help="print the program of failing cases")
+    ap.add_argument("--no-dtypes", dest="dtypes", action="store_false",
+                    help="leave out the dtype matrix (test/decomp/dtype_matrix.py)")
+    ap.add_argument("--dtypes-only", action="store_true", help="only the dtype matrix")
     opts = ap.parse_args()
     onnxc = find_onnxc(opts.onnxc)
     if not os.access(onnxc, os.X_OK):
@@ -1355,20 +1389,35 @@ def main():
         print("check_decomps: duplicate case ids: %s" % ", ".join(dup), file=sys.stderr)
         return 2
 
+    todo = [] if opts.dtypes_only else list(CASES)
+    matrix = dtype_matrix.Summary()
+    if opts.dtypes or opts.dtypes_only:
+        todo += dtype_matrix.variants(sys.modules[__name__], CASES)
     passed = failed = skipped = xfailed = 0
     with tempfile.TemporaryDirectory(prefix="check-decomps-") as workdir:
-        for index, case in enumerate(CASES):
+        for index, case in enumerate(todo):
             if opts.pattern and opts.pattern not in case.id and \
                     not fnmatch.fnmatch(case.id, opts.pattern):
                 continue
             label = "%-44s" % case.id
+            in_matrix = hasattr(case, "matrix")
             try:
                 worst = run_case(case, onnxc, workdir, index)
+            except NotTaken:
+                matrix.count(case, "not taken")
+                continue
+            except NoKernel as e:
+                skipped += 1
+                matrix.count(case, "skipped", e.args[1])
+                print("%s SKIP   %s" % (label, e.args[0]))
+                continue
             except Skip as e:
                 skipped += 1
                 print("%s SKIP   %s" % (label, e))
                 continue
             except Failure as e:
+                if in_matrix:
+                    matrix.count(case, "known" if case.xfail else "failed")
                 if case.xfail:
                     xfailed += 1
                     print("%s XFAIL  %s (%s)" % (label, case.xfail, e))
@@ -1380,12 +1429,16 @@ def main():
                         if os.path.exists(src):
                             print(open(src).read())
                 continue
-            if case.xfail:
+            if in_matrix:
+                matrix.count(case, "failed" if case.xfail and case.strict else "passed")
+            if case.xfail and getattr(case, "strict", True):
                 failed += 1
                 print("%s XPASS  expected to fail: %s" % (label, case.xfail))
             else:
                 passed += 1
                 print("%s ok     max diff %.2g" % (label, worst))
+    if matrix.ops:
+        print("\n".join(matrix.lines()))
     print("%d xfail" % xfailed)
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0

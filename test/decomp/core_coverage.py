@@ -43,7 +43,9 @@ def core_overloads():
 def library():
     """{overload: file} of the decompositions in decomps/*.fxir."""
     found = {}
-    for path in sorted(glob.glob(os.path.join(REPO, "decomps", "*.fxir"))):
+    # dtypes.fxir holds only dtype-guarded forms: an op's file is its general one.
+    paths = sorted(glob.glob(os.path.join(REPO, "decomps", "*.fxir")))
+    for path in sorted(paths, key=lambda p: os.path.basename(p) == "dtypes.fxir"):
         with open(path, encoding="utf-8") as fh:
             for name in re.findall(r"^decomp ([a-z_]*::[A-Za-z0-9_.]*)\(", fh.read(), re.M):
                 found.setdefault(name, os.path.basename(path))
