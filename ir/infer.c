@@ -39,7 +39,6 @@ typedef struct Infer {
 
 /* ---- small helpers --------------------------------------------------------- */
 static int known(Dim d) { return !d.sym && d.v >= 0; }
-static int dim_same(Dim a, Dim b) { return a.sym ? a.sym == b.sym : known(a) && known(b) && a.v == b.v; }
 static Dim stat(int64_t v) { return (Dim){ v, 0 }; }
 /* Sizes from attributes and constants may be anything: arithmetic that
  * overflows, or gives a negative size, gives an unknown dim. */

@@ -3,15 +3,20 @@
  *
  *   Add(MatMul(a, Transpose(w, perm=[1,0])), c)  -> Gemm(a, w, c, transB=1)
  *   Add(MatMul(a, b), c)                         -> Gemm(a, b, c)
- *       a and the weight 2-D, c broadcastable to the result ([N], [1,N],
- *       [M,N]), a floating dtype; the MatMul (and the Transpose) feed
- *       nothing else.  The Add's operands may come in either order.
+ *       a 2-D (M may be symbolic), the weight 2-D and static, c
+ *       broadcastable to the result ([N], [1,N], [M,N] for a known M), a
+ *       floating dtype; the MatMul (and the Transpose) feed nothing else.
+ *       The Add's operands may come in either order.
  *   ReduceMean(x, axes = every dim after the second, keepdims=1)
  *                                                -> GlobalAveragePool(x)
  *   Reshape(Gemm(Reshape(x, [M, K]), w, c), [d..., N])
  *                                                -> Add(MatMul(x, w), c)
- *       x of static shape [d..., K] (rank >= 3), a plain Gemm (no
- *       attributes), both Reshapes feeding nothing else, c along N.
+ *   Reshape(MatMul(Reshape(x, [M, K]), w), [d..., N])
+ *                                                -> MatMul(x, w)
+ *       x [d..., K] (rank >= 3) and the result [d..., N] with the same d
+ *       (known sizes or the same symbols), w static [K, N], a plain Gemm
+ *       (no attributes) feeding nothing else, c along N; the first
+ *       Reshape (or a Flatten) may feed other nodes.
  *   Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n])
  *                                                -> MatMul(a, b)
  *       a [d..., m, k], b [d..., k, n] of static shapes, the same d,
@@ -63,17 +68,26 @@ const Type *fuse_static_type(const Fuse *f, ValueId v)
 	return t;
 }
 
+/* v's type when it is a tensor of known rank (dims may be symbolic or
+ * unknown), else NULL. */
+static const Type *ranked_type(const Fuse *f, ValueId v)
+{
+	const Type *t = v ? val(f->m, v)->type : NULL;
+	return t && t->kind == TY_TENSOR && t->rank >= 0 ? t : NULL;
+}
+
 int fuse_one_use(const Fuse *f, ValueId v) { return v && v < f->nuses && one_use(f->uses, v); }
 
 static int is_float(const Type *t) { return t && dtype_is_float((DType)t->dtype); }
 
-/* c broadcasts one way to (M, N): [N], [1, N] or [M, N] (1s allowed). */
-static int gemm_bias_ok(const Type *c, int64_t m, int64_t n)
+/* c broadcasts one way to (M, N): [N], [1, N] or [M, N] (1s allowed);
+ * M may be symbolic (then c is [N] or [1, N]). */
+static int gemm_bias_ok(const Type *c, Dim m, int64_t n)
 {
 	if (!c || c->rank < 1 || c->rank > 2)
 		return 0;
 	int64_t cn = c->dims[c->rank - 1].v, cm = c->rank == 2 ? c->dims[0].v : 1;
-	return (cn == n || cn == 1) && (cm == m || cm == 1);
+	return (cn == n || cn == 1) && (cm == 1 || (!m.sym && cm == m.v));
 }
 
 static int perm_is_swap(const Node *t)
@@ -106,11 +120,11 @@ static void fuse_gemm(Fuse *f, Node *add)
 		Node *tr = match_op(f->m, b, OP_ONNX_Transpose);
 		int trans = tr && perm_is_swap(tr) && fuse_one_use(f, b);
 		ValueId w = trans ? operand(tr, 0) : b;
-		const Type *ta = fuse_static_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
+		const Type *ta = ranked_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
 		if (!ta || !tw || ta->rank != 2 || tw->rank != 2 || !is_float(ta) || !w || !c)
 			continue;
 		int64_t n = trans ? tw->dims[0].v : tw->dims[1].v;
-		if (!gemm_bias_ok(tc, ta->dims[0].v, n) || tc->dtype != ta->dtype || tw->dtype != ta->dtype)
+		if (!gemm_bias_ok(tc, ta->dims[0], n) || tc->dtype != ta->dtype || tw->dtype != ta->dtype)
 			continue;
 		fuse_set_op(f, add, OP_ONNX_Gemm, 3, trans);
 		add->args[0] = fuse_value_arg(a);
@@ -310,22 +324,32 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 		rt_free(st[i]);
 }
 
-/* x [d..., K] and y [d..., N] around a 2-D weight [K, N] and a bias that
- * broadcasts along N. */
+/* x [d..., K] and y [d..., N] (the same d: known sizes or symbols) around
+ * a 2-D weight [K, N] and, if tc, a bias that broadcasts along N. */
 static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, const Type *tc)
 {
-	if (!tx || !ty || !tw || !tc || tx->rank < 3 || ty->rank != tx->rank || tw->rank != 2 ||
+	if (!tx || !ty || !tw || tx->rank < 3 || ty->rank != tx->rank || tw->rank != 2 ||
 	    !is_float(tx) || ty->dtype != tx->dtype)
 		return 0;
 	int32_t r = tx->rank;
 	for (int32_t i = 0; i + 1 < r; i++)
-		if (tx->dims[i].v != ty->dims[i].v)
+		if (!dim_same(tx->dims[i], ty->dims[i]))
 			return 0;
 	int64_t n = ty->dims[r - 1].v;
-	if (tx->dims[r - 1].v != tw->dims[0].v || n != tw->dims[1].v)
+	if (tx->dims[r - 1].sym || ty->dims[r - 1].sym || tx->dims[r - 1].v != tw->dims[0].v || n != tw->dims[1].v)
 		return 0;
+	if (!tc)
+		return 1;
 	int64_t cn = tc->rank ? tc->dims[tc->rank - 1].v : 1;
 	return (tc->rank == 1 || (tc->rank == 2 && tc->dims[0].v == 1)) && (cn == n || cn == 1);
+}
+
+/* The node that flattens x to 2-D for a Linear: a Reshape, or the Flatten
+ * this pass makes of one. */
+static Node *match_flatten(const Fuse *f, const Node *n, uint32_t i)
+{
+	Node *r = match_operand(f->m, n, i, OP_ONNX_Reshape);
+	return r ? r : match_operand(f->m, n, i, OP_ONNX_Flatten);
 }
 
 /* y = Reshape(Gemm(Reshape(x, [M, K]), w, c), [d..., N]), the way a
@@ -333,33 +357,91 @@ static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, co
  * Add(MatMul(x, w), c): MatMul broadcasts over the leading dims, so the
  * flattening and its inverse are not needed.  Only a plain Gemm (no
  * transposes, alpha and beta 1) qualifies; the MatMul takes the Gemm's
- * provenance, the Add y's. */
+ * provenance, the Add y's.  Without a bias (view, mm, view) y becomes
+ * MatMul(x, w) in place.  The flattened x may have other readers (the
+ * query, key and value projections share it): it stays for them. */
 static void fuse_flat_linear(Fuse *f, Node *r2)
 {
 	Node *gm = match_operand(f->m, r2, 0, OP_ONNX_Gemm);
-	if (!gm || gm->nargs != 3 || gm->nkw || !fuse_one_use(f, gm->res[0]))
+	Node *mm = gm ? NULL : match_operand(f->m, r2, 0, OP_ONNX_MatMul);
+	Node *lin = gm ? gm : mm;
+	if (!lin || lin->nargs != (gm ? 3u : 2u) || lin->nkw || !fuse_one_use(f, lin->res[0]))
 		return;
-	Node *r1 = match_operand(f->m, gm, 0, OP_ONNX_Reshape);
-	if (!r1 || !fuse_one_use(f, r1->res[0]))
+	Node *r1 = match_flatten(f, lin, 0);
+	const Type *tf = r1 ? ranked_type(f, r1->res[0]) : NULL;
+	if (!tf || tf->rank != 2)
 		return;
-	ValueId x = operand(r1, 0), w = operand(gm, 1), c = operand(gm, 2), y = r2->res[0];
-	const Type *ty = fuse_static_type(f, y);
-	if (!flat_linear_shapes(fuse_static_type(f, x), ty, fuse_static_type(f, w), fuse_static_type(f, c)))
+	ValueId x = operand(r1, 0), w = operand(lin, 1), c = gm ? operand(gm, 2) : VNONE, y = r2->res[0];
+	const Type *ty = ranked_type(f, y);
+	if (!flat_linear_shapes(ranked_type(f, x), ty, fuse_static_type(f, w), gm ? fuse_static_type(f, c) : NULL) ||
+	    (gm && !c))
 		return;
-	Node *mm = node_new_op(f->m, OP_ONNX_MatMul, 1, 2, 0);
-	mm->prov = gm->prov;
-	mm->loc = gm->loc;
-	mm->args[0] = fuse_value_arg(x);
-	mm->args[1] = fuse_value_arg(w);
+	f->uses[lin->res[0]]--;
+	if (x < f->nuses)
+		f->uses[x]++;           /* r1 may stay for its other readers */
+	if (mm) {
+		fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
+		r2->args[0] = fuse_value_arg(x);
+		r2->args[1] = fuse_value_arg(w);
+		return;
+	}
+	Node *nm = node_new_op(f->m, OP_ONNX_MatMul, 1, 2, 0);
+	nm->prov = gm->prov;
+	nm->loc = gm->loc;
+	nm->args[0] = fuse_value_arg(x);
+	nm->args[1] = fuse_value_arg(w);
 	ValueId mr = value_new(f->m, value_fresh_name(f->m, val(f->m, gm->res[0])->name),
 			       type_tensor(&f->m->arena, (DType)ty->dtype, ty->rank, ty->dims), VK_NODE);
-	val(f->m, mr)->def = mm;
-	mm->res[0] = mr;
-	node_insert_before(r2->graph, r2, mm);
+	val(f->m, mr)->def = nm;
+	nm->res[0] = mr;
+	node_insert_before(r2->graph, r2, nm);
 	fuse_set_op(f, r2, OP_ONNX_Add, 2, 0);
 	r2->args[0] = fuse_value_arg(mr);
 	r2->args[1] = fuse_value_arg(c);
-	f->uses[gm->res[0]]--;
+}
+
+/* The axis Flatten(x, axis) would make y [a, b] of x with, or -1: every
+ * dim known and a the product of the dims before the axis, or x's first
+ * dim the same (size or symbol) as a and the others known, multiplying to
+ * b. */
+static int64_t flatten_axis(const Type *tx, const Type *ty)
+{
+	if (!tx || !ty || ty->rank != 2 || tx->rank < 1 || tx->dtype != ty->dtype || ty->dims[1].sym || ty->dims[1].v < 0)
+		return -1;
+	int64_t tail = 1;
+	for (int32_t i = tx->rank - 1; i >= 1; i--) {
+		if (tx->dims[i].sym || tx->dims[i].v < 0 || mul_i64(tail, tx->dims[i].v, &tail) != OK)
+			return -1;
+	}
+	if (tail == ty->dims[1].v && dim_same(tx->dims[0], ty->dims[0]))
+		return 1;
+	if (ty->dims[0].sym || ty->dims[0].v < 0 || tx->dims[0].sym || tx->dims[0].v < 0)
+		return -1;
+	int64_t head = 1, all = tail * tx->dims[0].v;
+	for (int32_t k = 0; k <= tx->rank; k++) {
+		if (head == ty->dims[0].v && head * ty->dims[1].v == all)
+			return k;
+		if (k < tx->rank)
+			head *= tx->dims[k].v;
+	}
+	return -1;
+}
+
+/* Reshape(x, s) to a 2-D result that keeps x's dims before some axis in
+ * its first dim and the rest in its second -> Flatten(x, axis): the same
+ * row-major data, without the shape operand (a Constant, or a shape
+ * computed at run time). */
+static void fuse_flatten(Fuse *f, Node *n)
+{
+	ValueId x = operand(n, 0), s = operand(n, 1);
+	int64_t axis = flatten_axis(ranked_type(f, x), ranked_type(f, n->res[0]));
+	if (axis < 0 || attr_int(n, "allowzero", 0) != 0)
+		return;
+	if (s && s < f->nuses)
+		f->uses[s]--;
+	fuse_set_op(f, n, OP_ONNX_Flatten, 1, 1);
+	n->args[0] = fuse_value_arg(x);
+	n->kw[0] = (Named){ S_axis, { .kind = A_INT, .u.i = axis } };
 }
 
 /* ta [d..., m, k] and tb [d..., k, n] (the same leading dims, nothing
@@ -423,6 +505,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_flat_linear(f, n);
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
 			fuse_flat_bmm(f, n);
+		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_flatten(f, n);
 		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
 			fuse_norm(f, v->g, n);
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)

@@ -31,8 +31,8 @@ const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
-	case 1: return "functionalize,decompose,cse,simplify,fold,cse,dce";
-	default: return "functionalize,decompose,cse,simplify,fold,cse,[fuse,dce,fold,cse],dce";
+	case 1: return "functionalize,decompose,cse,[simplify,fold,cse,dce]";
+	default: return "functionalize,decompose,cse,simplify,fold,cse,[fuse,dce,simplify,fold,cse,dce]";
 	}
 }
 

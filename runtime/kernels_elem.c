@@ -486,10 +486,10 @@ static Status k_cast(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 		return rt_fail(k, "missing input");
 	if (k->n->op == OP_ONNX_CastLike)
 		return nin < 2 || !in[1] ? rt_fail(k, "missing target") : cast_to(k, in[0], in[1]->dtype, out);
-	const Arg *to = rt_attr(k, "to");
-	if (!to || to->kind != A_INT)
-		return rt_fail(k, "attribute 'to' must be an int");
-	return cast_to(k, in[0], dtype_from_onnx((int)to->u.i), out);
+	const Arg *to = rt_attr(k, "to");         /* `to = 1` (ONNX's number) or `to = f32` */
+	if (!to || (to->kind != A_INT && to->kind != A_DTYPE))
+		return rt_fail(k, "attribute 'to' must be a dtype");
+	return cast_to(k, in[0], to->kind == A_DTYPE ? (DType)to->u.i : dtype_from_onnx((int)to->u.i), out);
 }
 
 Kernel rt_elem_kernel(OpId op)
