@@ -21,6 +21,7 @@
  *                                                -> MatMul(a, b)
  *       a [d..., m, k], b [d..., k, n] of static shapes, the same d,
  *       N = prod(d); the MatMul and both Reshapes feeding nothing else.
+ *       Reshaped to another shape s: Reshape(MatMul(a, b), s).
  *   BatchNormalization(Conv(x, W, B), scale, bias, mean, var)  (inference)
  *                                                -> Conv(x, W', B')
  *       W, B and the four statistics constants (params, buffers, consts)
@@ -68,9 +69,7 @@ const Type *fuse_static_type(const Fuse *f, ValueId v)
 	return t;
 }
 
-/* v's type when it is a tensor of known rank (dims may be symbolic or
- * unknown), else NULL. */
-static const Type *ranked_type(const Fuse *f, ValueId v)
+const Type *fuse_ranked_type(const Fuse *f, ValueId v)
 {
 	const Type *t = v ? val(f->m, v)->type : NULL;
 	return t && t->kind == TY_TENSOR && t->rank >= 0 ? t : NULL;
@@ -120,7 +119,7 @@ static void fuse_gemm(Fuse *f, Node *add)
 		Node *tr = match_op(f->m, b, OP_ONNX_Transpose);
 		int trans = tr && perm_is_swap(tr) && fuse_one_use(f, b);
 		ValueId w = trans ? operand(tr, 0) : b;
-		const Type *ta = ranked_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
+		const Type *ta = fuse_ranked_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
 		if (!ta || !tw || ta->rank != 2 || tw->rank != 2 || !is_float(ta) || !w || !c)
 			continue;
 		int64_t n = trans ? tw->dims[0].v : tw->dims[1].v;
@@ -274,7 +273,7 @@ static void scale_weights(RTensor *w, RTensor *b, RTensor *const *st, double eps
 	}
 }
 
-static int64_t attr_int(const Node *n, const char *name, int64_t dflt)
+int64_t fuse_attr_int(const Node *n, const char *name, int64_t dflt)
 {
 	const Named *k = node_kw(n, sym_cstr(name));
 	return k && (k->val.kind == A_INT || k->val.kind == A_BOOL) ? k->val.u.i : k ? -1 : dflt;
@@ -290,7 +289,7 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 {
 	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
 	int tr = !conv && (conv = match_operand(f->m, bn, 0, OP_ONNX_ConvTranspose)) != NULL;
-	int64_t group = conv ? attr_int(conv, "group", 1) : 0;
+	int64_t group = conv ? fuse_attr_int(conv, "group", 1) : 0;
 	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
 		return;
 	diag_mute(1);
@@ -368,12 +367,12 @@ static void fuse_flat_linear(Fuse *f, Node *r2)
 	if (!lin || lin->nargs != (gm ? 3u : 2u) || lin->nkw || !fuse_one_use(f, lin->res[0]))
 		return;
 	Node *r1 = match_flatten(f, lin, 0);
-	const Type *tf = r1 ? ranked_type(f, r1->res[0]) : NULL;
+	const Type *tf = r1 ? fuse_ranked_type(f, r1->res[0]) : NULL;
 	if (!tf || tf->rank != 2)
 		return;
 	ValueId x = operand(r1, 0), w = operand(lin, 1), c = gm ? operand(gm, 2) : VNONE, y = r2->res[0];
-	const Type *ty = ranked_type(f, y);
-	if (!flat_linear_shapes(ranked_type(f, x), ty, fuse_static_type(f, w), gm ? fuse_static_type(f, c) : NULL) ||
+	const Type *ty = fuse_ranked_type(f, y);
+	if (!flat_linear_shapes(fuse_ranked_type(f, x), ty, fuse_static_type(f, w), gm ? fuse_static_type(f, c) : NULL) ||
 	    (gm && !c))
 		return;
 	f->uses[lin->res[0]]--;
@@ -400,76 +399,46 @@ static void fuse_flat_linear(Fuse *f, Node *r2)
 	r2->args[1] = fuse_value_arg(c);
 }
 
-/* The axis Flatten(x, axis) would make y [a, b] of x with, or -1: every
- * dim known and a the product of the dims before the axis, or x's first
- * dim the same (size or symbol) as a and the others known, multiplying to
- * b. */
-static int64_t flatten_axis(const Type *tx, const Type *ty)
-{
-	if (!tx || !ty || ty->rank != 2 || tx->rank < 1 || tx->dtype != ty->dtype || ty->dims[1].sym || ty->dims[1].v < 0)
-		return -1;
-	int64_t tail = 1;
-	for (int32_t i = tx->rank - 1; i >= 1; i--) {
-		if (tx->dims[i].sym || tx->dims[i].v < 0 || mul_i64(tail, tx->dims[i].v, &tail) != OK)
-			return -1;
-	}
-	if (tail == ty->dims[1].v && dim_same(tx->dims[0], ty->dims[0]))
-		return 1;
-	if (ty->dims[0].sym || ty->dims[0].v < 0 || tx->dims[0].sym || tx->dims[0].v < 0)
-		return -1;
-	int64_t head = 1, all = tail * tx->dims[0].v;
-	for (int32_t k = 0; k <= tx->rank; k++) {
-		if (head == ty->dims[0].v && head * ty->dims[1].v == all)
-			return k;
-		if (k < tx->rank)
-			head *= tx->dims[k].v;
-	}
-	return -1;
-}
-
-/* Reshape(x, s) to a 2-D result that keeps x's dims before some axis in
- * its first dim and the rest in its second -> Flatten(x, axis): the same
- * row-major data, without the shape operand (a Constant, or a shape
- * computed at run time). */
-static void fuse_flatten(Fuse *f, Node *n)
-{
-	ValueId x = operand(n, 0), s = operand(n, 1);
-	int64_t axis = flatten_axis(ranked_type(f, x), ranked_type(f, n->res[0]));
-	if (axis < 0 || attr_int(n, "allowzero", 0) != 0)
-		return;
-	if (s && s < f->nuses)
-		f->uses[s]--;
-	fuse_set_op(f, n, OP_ONNX_Flatten, 1, 1);
-	n->args[0] = fuse_value_arg(x);
-	n->kw[0] = (Named){ S_axis, { .kind = A_INT, .u.i = axis } };
-}
-
 /* ta [d..., m, k] and tb [d..., k, n] (the same leading dims, nothing
- * broadcast) multiply to ty [d..., m, n] as flattened to [N, m, k] and
+ * broadcast) multiply to [d..., m, n] as flattened to [N, m, k] and
  * [N, k, n] in tfa and tfb, N the product of d. */
-static int flat_bmm_shapes(const Type *ta, const Type *tb, const Type *ty, const Type *tfa, const Type *tfb)
+static int flat_bmm_shapes(const Type *ta, const Type *tb, const Type *tfa, const Type *tfb)
 {
-	if (!ta || !tb || !ty || !tfa || !tfb || ta->rank < 3 || tb->rank != ta->rank || ty->rank != ta->rank ||
-	    tfa->rank != 3 || tfb->rank != 3 || !is_float(ta) || tb->dtype != ta->dtype || ty->dtype != ta->dtype)
+	if (!ta || !tb || !tfa || !tfb || ta->rank < 3 || tb->rank != ta->rank ||
+	    tfa->rank != 3 || tfb->rank != 3 || !is_float(ta) || tb->dtype != ta->dtype)
 		return 0;
 	int32_t r = ta->rank;
 	int64_t n = 1;
 	for (int32_t i = 0; i < r - 2; i++) {
-		if (tb->dims[i].v != ta->dims[i].v || ty->dims[i].v != ta->dims[i].v)
+		if (tb->dims[i].v != ta->dims[i].v)
 			return 0;
 		n *= ta->dims[i].v;
 	}
 	int64_t m = ta->dims[r - 2].v, k = ta->dims[r - 1].v, nn = tb->dims[r - 1].v;
-	return tb->dims[r - 2].v == k && ty->dims[r - 2].v == m && ty->dims[r - 1].v == nn &&
-	       tfa->dims[0].v == n && tfa->dims[1].v == m && tfa->dims[2].v == k &&
+	return tb->dims[r - 2].v == k && tfa->dims[0].v == n && tfa->dims[1].v == m && tfa->dims[2].v == k &&
 	       tfb->dims[0].v == n && tfb->dims[1].v == k && tfb->dims[2].v == nn;
 }
 
-/* y = Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n]),
+/* t is [d..., m, n] with the leading dims of ta. */
+static int is_bmm_result(const Type *t, const Type *ta, const Type *tb)
+{
+	int32_t r = ta->rank;
+	if (!t || t->rank != r || t->dims[r - 2].v != ta->dims[r - 2].v || t->dims[r - 1].v != tb->dims[r - 1].v)
+		return 0;
+	for (int32_t i = 0; i < r - 2; i++)
+		if (t->dims[i].v != ta->dims[i].v)
+			return 0;
+	return 1;
+}
+
+/* y = Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), s),
  * the way a batched matmul over several leading dims is traced (view to
- * 3-D, bmm, view back), becomes MatMul(a, b): MatMul batches over all the
- * leading dims itself.  The MatMul takes y's place (result, name,
- * provenance); the rest is left for dce. */
+ * 3-D, bmm, view back), multiplies a [d..., m, k] by b [d..., k, n]:
+ * MatMul batches over all the leading dims itself.  With s = [d..., m, n]
+ * y becomes MatMul(a, b) (its result, name and provenance stay);
+ * otherwise the MatMul becomes MatMul(a, b), of type [d..., m, n], and y
+ * reshapes that (the elements are in the same row-major order as the
+ * 3-D product's).  The Reshapes of a and b are left for dce. */
 static void fuse_flat_bmm(Fuse *f, Node *r2)
 {
 	Node *mm = match_operand(f->m, r2, 0, OP_ONNX_MatMul);
@@ -479,13 +448,26 @@ static void fuse_flat_bmm(Fuse *f, Node *r2)
 	if (!ra || !rb || !fuse_one_use(f, ra->res[0]) || !fuse_one_use(f, rb->res[0]))
 		return;
 	ValueId a = operand(ra, 0), b = operand(rb, 0);
-	if (!flat_bmm_shapes(fuse_static_type(f, a), fuse_static_type(f, b), fuse_static_type(f, r2->res[0]),
-			     fuse_static_type(f, ra->res[0]), fuse_static_type(f, rb->res[0])))
+	const Type *ta = fuse_static_type(f, a), *tb = fuse_static_type(f, b), *tm = fuse_static_type(f, mm->res[0]);
+	if (!tm || !flat_bmm_shapes(ta, tb, fuse_static_type(f, ra->res[0]), fuse_static_type(f, rb->res[0])) ||
+	    tm->dtype != ta->dtype)
 		return;
-	f->uses[mm->res[0]]--;
-	fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
-	r2->args[0] = fuse_value_arg(a);
-	r2->args[1] = fuse_value_arg(b);
+	if (is_bmm_result(fuse_static_type(f, r2->res[0]), ta, tb)) {
+		f->uses[mm->res[0]]--;
+		fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
+		r2->args[0] = fuse_value_arg(a);
+		r2->args[1] = fuse_value_arg(b);
+		return;
+	}
+	Dim *dims = ARENA_ARRAY(&f->m->arena, Dim, ta->rank);
+	for (int32_t i = 0; i < ta->rank - 1; i++)
+		dims[i] = ta->dims[i];
+	dims[ta->rank - 1] = tb->dims[ta->rank - 1];
+	val(f->m, mm->res[0])->type = type_tensor(&f->m->arena, (DType)ta->dtype, ta->rank, dims);
+	f->uses[ra->res[0]]--;
+	f->uses[rb->res[0]]--;
+	mm->args[0] = fuse_value_arg(a);
+	mm->args[1] = fuse_value_arg(b);
 }
 
 static Status fuse_graph(const GraphVisit *v, void *ctx)
@@ -513,6 +495,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_gelu(f, n);
 		if (op == OP_ONNX_MatMul && n->nargs == 2)
 			fuse_attention(f, v->g, n);
+		if (op == OP_ONNX_Transpose && n->nargs == 1)
+			fuse_unit_transpose(f, v->g, n);
 	}
 	return OK;
 }
