@@ -488,6 +488,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
 			fuse_flat_bmm(f, n);
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_lead_one_add(f, v->g, n);
+		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
 			fuse_flatten(f, n);
 		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
 			fuse_norm(f, v->g, n);

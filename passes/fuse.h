@@ -50,5 +50,6 @@ void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
 void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
 void fuse_flatten(Fuse *f, Node *n);               /* fuse_layout.c */
 void fuse_unit_transpose(Fuse *f, Graph *g, Node *n);
+void fuse_lead_one_add(Fuse *f, Graph *g, Node *n);
 
 #endif

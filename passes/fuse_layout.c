@@ -14,6 +14,8 @@
  *       -> Reshape(Transpose(x, p'), shape)  otherwise (y read only here)
  *       p' moves x's dims other than 1 the way p moves y's, x's dims of
  *       size 1 first.
+ *   Reshape(Add(Reshape(s, [1, d...]), m), [d...]), m [1, e...]
+ *       -> Add(s, Reshape(m, [e...]))    (fuse_lead_one_add)
  *
  * Why they hold: Flatten(x, axis) is Reshape(x, [d0*...*d(axis-1),
  * d(axis)*...]).  A tensor's elements in row-major order do not depend on
@@ -227,4 +229,62 @@ void fuse_unit_transpose(Fuse *f, Graph *g, Node *t)
 	set_transpose(f, nt, x, q, tx->rank);
 	node_insert_before(t->graph, t, nt);
 	set_reshape(f, t, tv, s);
+}
+
+/* t is u with a leading 1: [1, u...]. */
+static int lead_one(const Type *t, const Type *u)
+{
+	if (!t || !u || t->rank != u->rank + 1 || t->dims[0].v != 1 || t->dtype != u->dtype)
+		return 0;
+	for (int32_t i = 0; i < u->rank; i++)
+		if (t->dims[i + 1].v != u->dims[i].v)
+			return 0;
+	return 1;
+}
+
+/* y = Reshape(Add(Reshape(s, [1, d...]), m), [d...]) with m [1, e...]
+ * (the result [1, d...]: m broadcasts into it) -> Add(s, Reshape(m, [e...])):
+ * the same sums, without the leading 1 on either side.  Swin's shifted
+ * windows add their mask this way between the scores and the Softmax;
+ * without the Reshapes the attention fusion sees Add(scores, mask). */
+void fuse_lead_one_add(Fuse *f, Graph *g, Node *r2)
+{
+	Node *ad = match_operand(f->m, r2, 0, OP_ONNX_Add);
+	if (!ad || ad->nargs != 2 || !fuse_one_use(f, ad->res[0]))
+		return;
+	const Type *ty = fuse_static_type(f, r2->res[0]), *ta = fuse_static_type(f, ad->res[0]);
+	if (!lead_one(ta, ty))
+		return;
+	for (uint32_t side = 0; side < 2; side++) {
+		Node *r1 = match_operand(f->m, ad, side, OP_ONNX_Reshape);
+		ValueId m = operand(ad, 1 - side);
+		const Type *tm = fuse_static_type(f, m);
+		if (!r1 || !fuse_one_use(f, r1->res[0]) || !lead_one(fuse_static_type(f, r1->res[0]), ty) ||
+		    !tm || tm->rank != ta->rank || tm->dims[0].v != 1 || tm->dtype != ta->dtype)
+			continue;
+		ValueId s = operand(r1, 0);
+		const Type *ts = fuse_static_type(f, s);
+		if (!ts || !type_equal(ts, ty))
+			continue;
+		Type *tm2 = type_tensor(&f->m->arena, (DType)tm->dtype, tm->rank - 1, tm->dims + 1);
+		ValueId shape = shape_const(f, g, tm2, m);
+		if (!shape)
+			return;
+		Node *rm = node_new_op(f->m, OP_ONNX_Reshape, 1, 2, 0);
+		rm->prov = r2->prov;
+		rm->loc = r2->loc;
+		ValueId mv = value_new(f->m, value_fresh_name(f->m, val(f->m, m)->name), tm2, VK_NODE);
+		val(f->m, mv)->def = rm;
+		rm->res[0] = mv;
+		rm->args[0] = fuse_value_arg(m);
+		rm->args[1] = fuse_value_arg(shape);
+		node_insert_before(r2->graph, r2, rm);
+		f->uses[ad->res[0]]--;
+		if (s < f->nuses)
+			f->uses[s]++;
+		fuse_set_op(f, r2, OP_ONNX_Add, 2, 0);
+		r2->args[0] = fuse_value_arg(side ? mv : s);
+		r2->args[1] = fuse_value_arg(side ? s : mv);
+		return;
+	}
 }

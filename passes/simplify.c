@@ -12,6 +12,8 @@
  *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1     -> x   when x has the result's
  *                                                       shape and dtype
  *   SequenceAt(SequenceConstruct(x0..xn-1), k)   -> xk  for a constant k
+ *   Dropout(x, ratio, training_mode)             -> x   in inference, or
+ *                                                       with ratio 0
  *
  * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
  * in row-major order and change only the shape, so any chain of them from x
@@ -246,9 +248,25 @@ static void simplify_sequence_at(Simplify *s, Node *n, ValueId q, ValueId r)
 		replace(s, r, operand(d, (uint32_t)i));
 }
 
+/* Dropout(x, ratio, training_mode) is x in inference (training_mode
+ * omitted or a constant false) and when the ratio is a constant 0 (the
+ * mask is all true and the scale 1): a model's `F.dropout(p=0.0)`, which
+ * defaults to training mode, traces as one.  The mask result, if read,
+ * keeps the node. */
+static void simplify_dropout(Simplify *s, Node *n)
+{
+	ValueId x = operand(n, 0), ratio = operand(n, 1), train = operand(n, 2);
+	if (!x || !n->nres || !n->res[0] || node_kw(n, sym_cstr("ratio")) || node_kw(n, sym_cstr("is_test")))
+		return;
+	if (!train || match_const(s->m, train, 0.0) || (ratio && match_const(s->m, ratio, 0.0)))
+		replace(s, n->res[0], x);
+}
+
 static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
+	if (n->domain == S_onnx && n->op == OP_ONNX_Dropout)
+		simplify_dropout(s, n);
 	if (n->domain != S_onnx || !x || !r)
 		return;
 	switch (n->op) {
