@@ -73,7 +73,7 @@ static const char usage_text[] =
 	"  -O0, -O1, -O2            optimization level (default -O1); see -list-passes\n"
 	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
 	"                           (-passes= runs none; a,[b,c],d repeats b,c while\n"
-	"                           they change the node count, up to 4 rounds)\n"
+	"                           they change the graph, up to 4 rounds)\n"
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
 	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
 	"                           fold only what does not grow the model)\n"
