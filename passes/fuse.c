@@ -29,7 +29,8 @@
  *       W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + bias[c],
  *       s = scale / sqrt(var + epsilon).
  *       The same after a ConvTranspose, whose weight [C, M/group, k...]
- *       scales along dim 1 within each group (out_channel below).
+ *       scales along dim 1 within each group (out_channel below).  A Conv
+ *       weight of MAPPED_SLICE bytes or more is streamed (conv_bn_streamed).
  *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
  *       or the attribute (before).)
  *   Normalizations, Gelu and attention written out: fuse_norm.c,
@@ -56,6 +57,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fuse.h"
 
 const Type *fuse_static_type(const Fuse *f, ValueId v)
@@ -196,11 +198,22 @@ static void fuse_global_pool(Fuse *f, Node *n)
 	n->args[0] = fuse_value_arg(x);
 }
 
-ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
+/* A new `const` value of g holding t (its bytes are not copied). */
+static ValueId new_const_of(Fuse *f, Graph *g, Tensor *t, ValueId like, const char *suffix)
 {
 	Arena *a = &f->m->arena;
 	char buf[300];
 	snprintf(buf, sizeof buf, "%.250s%s", sym_str(val(f->m, like)->name), suffix);
+	ValueId v = value_new(f->m, value_fresh_name(f->m, sym_cstr(buf)), t->type, VK_CONST);
+	val(f->m, v)->init = t;
+	val(f->m, v)->loc = val(f->m, like)->loc;
+	VEC_PUSH(a, g->inits, v);
+	return v;
+}
+
+ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
+{
+	Arena *a = &f->m->arena;
 	Dim *dims = ARENA_ARRAY(a, Dim, r->rank ? r->rank : 1);
 	for (int32_t i = 0; i < r->rank; i++)
 		dims[i] = (Dim){ r->shape[i], 0 };
@@ -208,12 +221,9 @@ ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const 
 	t->type = type_tensor(a, r->dtype, r->rank, dims);
 	t->nbytes = r->nbytes;
 	t->data = arena_dup(a, r->data, r->nbytes);
-	ValueId v = value_new(f->m, value_fresh_name(f->m, sym_cstr(buf)), t->type, VK_CONST);
-	val(f->m, v)->init = t;
-	val(f->m, v)->loc = val(f->m, like)->loc;
-	VEC_PUSH(a, g->inits, v);
-	return v;
+	return new_const_of(f, g, t, like, suffix);
 }
+
 
 double fuse_attr_float(const Node *n, Sym name, double dflt)
 {
@@ -285,12 +295,82 @@ static int is_inference_bn(const Node *bn)
 	return bn->nres == 1 && bn->nargs == 5 && (!t || ((t->val.kind == A_INT || t->val.kind == A_BOOL) && !t->val.u.i));
 }
 
+/* bn becomes conv's op on conv's input, with the weight nw and bias nb. */
+static void become_conv(Fuse *f, Node *bn, const Node *conv, ValueId nw, ValueId nb)
+{
+	ValueId x = operand(conv, 0);
+	const Named *kw = conv->kw;
+	uint32_t nkw = conv->nkw;
+	fuse_set_op(f, bn, conv->op, 3, nkw);
+	bn->args[0] = fuse_value_arg(x);
+	bn->args[1] = fuse_value_arg(nw);
+	bn->args[2] = fuse_value_arg(nb);
+	if (nkw)
+		memcpy(bn->kw, kw, nkw * sizeof *kw);
+	f->uses[conv->res[0]]--;
+}
+
+/* A Conv weight of MAPPED_SLICE bytes or more is not read whole: W' is
+ * written to a temporary file a band of output channels at a time, from
+ * the weight's own bytes (the weights file's mapping), and mapped back
+ * (as fold does with a large Transpose); B' and the statistics are small.
+ * 1 if done. */
+static int conv_bn_streamed(Fuse *f, Graph *g, Node *bn, const Node *conv)
+{
+	ValueId wv = operand(conv, 1);
+	const Type *tw = fuse_static_type(f, wv);
+	int64_t numel = tw ? type_numel(tw) : -1;
+	if (!tw || tw->rank < 2 || numel <= 0 || !is_float(tw) || dtype_bits((DType)tw->dtype) % 8 ||
+	    tensor_nbytes((DType)tw->dtype, numel) < MAPPED_SLICE)
+		return 0;
+	int64_t m = tw->dims[0].v;
+	size_t nbytes = 0;
+	diag_mute(1);
+	RTensor *b = operand(conv, 2) ? rt_value_tensor(&f->weights, operand(conv, 2)) : NULL, *st[4];
+	for (int i = 0; i < 4; i++)
+		st[i] = rt_value_tensor(&f->weights, operand(bn, 1 + (uint32_t)i));
+	const uint8_t *src = rt_value_bytes(&f->weights, wv, &nbytes);
+	int ok = diag_mute(0) == 0 && src && nbytes == tensor_nbytes((DType)tw->dtype, numel) &&
+		 (operand(conv, 2) == VNONE || (b && b->dtype == tw->dtype && b->numel == m));
+	for (int i = 0; i < 4 && ok; i++)
+		ok = st[i] && st[i]->dtype == tw->dtype && st[i]->numel == m;
+	double *sc = ok ? xmalloc((size_t)m * sizeof *sc) : NULL;
+	double eps = fuse_attr_float(bn, S_epsilon, 1e-5);
+	for (int64_t c = 0; ok && c < m; c++)
+		sc[c] = rt_get_f(st[0], c) / sqrt(rt_get_f(st[3], c) + eps);
+	int fd = ok ? mapped_tmp() : -1;
+	const uint8_t *p = NULL;
+	if (fd >= 0 && rt_scale_rows_to_fd(&f->weights, src, (DType)tw->dtype, m, numel / m, sc, fd) == OK)
+		p = mapped_fd(f->m, fd, nbytes);
+	else if (fd >= 0)
+		close(fd);
+	if (p && !b)
+		b = rt_new(conv->loc, (DType)tw->dtype, 1, &m);
+	if (p && b) {
+		for (int64_t c = 0; c < m; c++)
+			rt_set_f(b, c, (rt_get_f(b, c) - rt_get_f(st[2], c)) * sc[c] + rt_get_f(st[1], c));
+		Tensor *t = ARENA_NEW(&f->m->arena, Tensor);
+		t->type = (Type *)tw;
+		t->nbytes = nbytes;
+		t->data = p;
+		ValueId nw = new_const_of(f, g, t, wv, "_bn");
+		become_conv(f, bn, conv, nw, fuse_new_const(f, g, b, operand(bn, 2), "_bn"));
+	}
+	free(sc);
+	rt_free(b);
+	for (int i = 0; i < 4; i++)
+		rt_free(st[i]);
+	return p != NULL;
+}
+
 static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 {
 	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
 	int tr = !conv && (conv = match_operand(f->m, bn, 0, OP_ONNX_ConvTranspose)) != NULL;
 	int64_t group = conv ? fuse_attr_int(conv, "group", 1) : 0;
 	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
+		return;
+	if (!tr && conv_bn_streamed(f, g, bn, conv))
 		return;
 	diag_mute(1);
 	RTensor *w = rt_value_tensor(&f->weights, operand(conv, 1));
@@ -305,17 +385,8 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 		b = rt_new(conv->loc, w->dtype, 1, &m);
 	if (ok && b) {
 		scale_weights(w, b, st, fuse_attr_float(bn, S_epsilon, 1e-5), tr, group);
-		ValueId x = operand(conv, 0);
-		ValueId nw = fuse_new_const(f, g, w, operand(conv, 1), "_bn"), nb = fuse_new_const(f, g, b, operand(bn, 2), "_bn");
-		const Named *kw = conv->kw;
-		uint32_t nkw = conv->nkw;
-		fuse_set_op(f, bn, conv->op, 3, nkw);
-		bn->args[0] = fuse_value_arg(x);
-		bn->args[1] = fuse_value_arg(nw);
-		bn->args[2] = fuse_value_arg(nb);
-		if (nkw)
-			memcpy(bn->kw, kw, nkw * sizeof *kw);
-		f->uses[conv->res[0]]--;
+		ValueId nw = fuse_new_const(f, g, w, operand(conv, 1), "_bn");
+		become_conv(f, bn, conv, nw, fuse_new_const(f, g, b, operand(bn, 2), "_bn"));
 	}
 	rt_free(w);
 	rt_free(b);
