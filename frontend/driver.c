@@ -73,7 +73,7 @@ static const char usage_text[] =
 	"  -O0, -O1, -O2            optimization level (default -O1); see -list-passes\n"
 	"  -passes=a,b,c            run exactly these passes instead of the -O pipeline\n"
 	"                           (-passes= runs none; a,[b,c],d repeats b,c while\n"
-	"                           they change the node count, up to 4 rounds)\n"
+	"                           they change the graph, up to 4 rounds)\n"
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
 	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
 	"                           fold only what does not grow the model)\n"
@@ -391,11 +391,12 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 		return 1;
 	double total_ms = 0;
 	uint32_t first = 0, last = 0, ran = 0;
-	uint32_t round = 0, round_start = 0;   /* the bracketed group (passes.h) */
+	uint32_t round = 0;                    /* the bracketed group (passes.h) */
+	uint64_t round_start = 0;
 	for (uint32_t i = 0; i < pl->n; i++) {
 		const Pass *p = pl->v[i];
 		if (i == pl->loop_first && pl->loop_end)
-			round_start = module_node_count(m);
+			round_start = module_digest(m);
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		uint32_t before = o->stats || o->time_passes ? module_node_count(m) : 0;
@@ -436,7 +437,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 			return 1;
 		}
 		ran++;
-		if (i + 1 == pl->loop_end && ++round < PIPELINE_MAX_ROUNDS && module_node_count(m) != round_start)
+		if (i + 1 == pl->loop_end && ++round < PIPELINE_MAX_ROUNDS && module_digest(m) != round_start)
 			i = pl->loop_first - 1;
 	}
 	if (o->bisector)

@@ -39,7 +39,6 @@ typedef struct Infer {
 
 /* ---- small helpers --------------------------------------------------------- */
 static int known(Dim d) { return !d.sym && d.v >= 0; }
-static int dim_same(Dim a, Dim b) { return a.sym ? a.sym == b.sym : known(a) && known(b) && a.v == b.v; }
 static Dim stat(int64_t v) { return (Dim){ v, 0 }; }
 /* Sizes from attributes and constants may be anything: arithmetic that
  * overflows, or gives a negative size, gives an unknown dim. */
@@ -1525,14 +1524,43 @@ void infer_node(Module *m, const Node *n, Type **out)
 
 static void infer_graph(Infer *I, Graph *g);
 
-/* A value with no type, or a tensor whose rank is not known (`f32`, as a
- * pass writes it before its operands are typed): inference may tell more. */
-static int vague(const Type *t) { return !t || (t->kind == TY_TENSOR && t->rank < 0); }
+/* A value with no type, or a tensor whose rank or some dim is not known
+ * (`f32`, `f32[?,4]`, as a pass writes it before its operands are typed):
+ * inference may tell more. */
+static int vague(const Type *t)
+{
+	if (!t)
+		return 1;
+	if (t->kind != TY_TENSOR)
+		return 0;
+	for (int32_t i = 0; i < t->rank; i++)
+		if (!t->dims[i].sym && t->dims[i].v < 0)
+			return 1;
+	return t->rank < 0;
+}
 
-/* `got` says more than the tensor type `had`, and the same dtype. */
+/* `got` says more than the tensor type `had` and nothing against it: the
+ * same dtype, a rank where `had` has none, or the same rank with every dim
+ * `had` knows kept and one more known. */
 static int refines(const Type *got, const Type *had)
 {
-	return got->kind == TY_TENSOR && got->rank >= 0 && got->dtype == had->dtype;
+	if (got->kind != TY_TENSOR || got->rank < 0 || got->dtype != had->dtype)
+		return 0;
+	if (had->rank < 0)
+		return 1;
+	if (got->rank != had->rank)
+		return 0;
+	int more = 0;
+	for (int32_t i = 0; i < had->rank; i++) {
+		Dim h = had->dims[i], g = got->dims[i];
+		if (h.sym || h.v >= 0) {
+			if (!dim_same(h, g))
+				return 0;
+		} else {
+			more |= g.sym || g.v >= 0;
+		}
+	}
+	return more;
 }
 
 static void sub(Graph *g, void *ctx) { infer_graph(ctx, g); }

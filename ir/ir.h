@@ -221,6 +221,9 @@ typedef struct Type {
 } Type;
 
 int type_equal(const Type *a, const Type *b);
+/* a and b are the same size for certain: equal known sizes, or the same
+ * symbol (a symbolic dim names one size wherever it appears). */
+int dim_same(Dim a, Dim b);
 /* Sizes are checked for overflow: a tensor holds at most INT64_MAX bytes
  * (the verifier refuses a static shape that would hold more).  a * b for
  * a, b >= 0, FAILED past INT64_MAX. */
@@ -625,6 +628,10 @@ void rw_apply_outputs(const Rewriter *rw, Graph *g);
 uint32_t *module_use_counts(Module *m, unsigned what);
 /* Nodes in every graph, subgraph and function body (-stats). */
 uint32_t module_node_count(Module *m);
+/* A hash of every graph's nodes (ops, results, the values they read) and
+ * initializer counts: equal before and after a pass that changed nothing
+ * (the -O pipelines repeat their group until it is). */
+uint64_t module_digest(Module *m);
 
 /* Pattern helpers for rewrites (docs/passes.md has a worked example).
  * Each returns NULL / 0 when the pattern does not match. */

@@ -83,6 +83,41 @@ uint32_t module_node_count(Module *m)
 	return n;
 }
 
+static uint64_t digest_mix(uint64_t h, uint64_t x)
+{
+	return (h ^ x) * 0x100000001b3ull;
+}
+
+/* Each node's op, its result and the values it reads (lists included),
+ * and the graph's initializer count: what the passes of a pipeline group
+ * change when they change anything. */
+static Status digest_graph(const GraphVisit *v, void *ctx)
+{
+	uint64_t h = *(uint64_t *)ctx;
+	h = digest_mix(h, v->g->inits.n);
+	for (const Node *n = v->g->first; n; n = n->next) {
+		h = digest_mix(digest_mix(h, n->op), n->nres ? n->res[0] : 0);
+		for (uint32_t i = 0; i < n->nargs; i++) {
+			const Arg *a = &n->args[i];
+			if (a->kind == A_VALUE)
+				h = digest_mix(h, a->u.v);
+			for (uint32_t j = 0; a->kind == A_LIST && j < a->n; j++)
+				if (a->u.list[j].kind == A_VALUE)
+					h = digest_mix(h, a->u.list[j].u.v);
+			h = digest_mix(h, a->kind);
+		}
+	}
+	*(uint64_t *)ctx = h;
+	return OK;
+}
+
+uint64_t module_digest(Module *m)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	module_walk(m, WALK_PROGRAM, digest_graph, &h);
+	return h;
+}
+
 /* ---- pattern helpers ------------------------------------------------------ */
 Node *def_of(const Module *m, ValueId v)
 {

@@ -58,6 +58,11 @@ int type_equal(const Type *a, const Type *b)
 	return 1;
 }
 
+int dim_same(Dim a, Dim b)
+{
+	return a.sym ? a.sym == b.sym : !b.sym && a.v >= 0 && a.v == b.v;
+}
+
 Status mul_i64(int64_t a, int64_t b, int64_t *r)
 {
 	if (a && b > INT64_MAX / a)

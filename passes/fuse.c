@@ -3,19 +3,25 @@
  *
  *   Add(MatMul(a, Transpose(w, perm=[1,0])), c)  -> Gemm(a, w, c, transB=1)
  *   Add(MatMul(a, b), c)                         -> Gemm(a, b, c)
- *       a and the weight 2-D, c broadcastable to the result ([N], [1,N],
- *       [M,N]), a floating dtype; the MatMul (and the Transpose) feed
- *       nothing else.  The Add's operands may come in either order.
+ *       a 2-D (M may be symbolic), the weight 2-D and static, c
+ *       broadcastable to the result ([N], [1,N], [M,N] for a known M), a
+ *       floating dtype; the MatMul (and the Transpose) feed nothing else.
+ *       The Add's operands may come in either order.
  *   ReduceMean(x, axes = every dim after the second, keepdims=1)
  *                                                -> GlobalAveragePool(x)
  *   Reshape(Gemm(Reshape(x, [M, K]), w, c), [d..., N])
  *                                                -> Add(MatMul(x, w), c)
- *       x of static shape [d..., K] (rank >= 3), a plain Gemm (no
- *       attributes), both Reshapes feeding nothing else, c along N.
+ *   Reshape(MatMul(Reshape(x, [M, K]), w), [d..., N])
+ *                                                -> MatMul(x, w)
+ *       x [d..., K] (rank >= 3) and the result [d..., N] with the same d
+ *       (known sizes or the same symbols), w static [K, N], a plain Gemm
+ *       (no attributes) feeding nothing else, c along N; the first
+ *       Reshape (or a Flatten) may feed other nodes.
  *   Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n])
  *                                                -> MatMul(a, b)
  *       a [d..., m, k], b [d..., k, n] of static shapes, the same d,
  *       N = prod(d); the MatMul and both Reshapes feeding nothing else.
+ *       Reshaped to another shape s: Reshape(MatMul(a, b), s).
  *   BatchNormalization(Conv(x, W, B), scale, bias, mean, var)  (inference)
  *                                                -> Conv(x, W', B')
  *       W, B and the four statistics constants (params, buffers, consts)
@@ -23,7 +29,8 @@
  *       W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + bias[c],
  *       s = scale / sqrt(var + epsilon).
  *       The same after a ConvTranspose, whose weight [C, M/group, k...]
- *       scales along dim 1 within each group (out_channel below).
+ *       scales along dim 1 within each group (out_channel below).  A Conv
+ *       weight of MAPPED_SLICE bytes or more is streamed (conv_bn_streamed).
  *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
  *       or the attribute (before).)
  *   Normalizations, Gelu and attention written out: fuse_norm.c,
@@ -50,6 +57,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fuse.h"
 
 const Type *fuse_static_type(const Fuse *f, ValueId v)
@@ -63,17 +71,24 @@ const Type *fuse_static_type(const Fuse *f, ValueId v)
 	return t;
 }
 
+const Type *fuse_ranked_type(const Fuse *f, ValueId v)
+{
+	const Type *t = v ? val(f->m, v)->type : NULL;
+	return t && t->kind == TY_TENSOR && t->rank >= 0 ? t : NULL;
+}
+
 int fuse_one_use(const Fuse *f, ValueId v) { return v && v < f->nuses && one_use(f->uses, v); }
 
 static int is_float(const Type *t) { return t && dtype_is_float((DType)t->dtype); }
 
-/* c broadcasts one way to (M, N): [N], [1, N] or [M, N] (1s allowed). */
-static int gemm_bias_ok(const Type *c, int64_t m, int64_t n)
+/* c broadcasts one way to (M, N): [N], [1, N] or [M, N] (1s allowed);
+ * M may be symbolic (then c is [N] or [1, N]). */
+static int gemm_bias_ok(const Type *c, Dim m, int64_t n)
 {
 	if (!c || c->rank < 1 || c->rank > 2)
 		return 0;
 	int64_t cn = c->dims[c->rank - 1].v, cm = c->rank == 2 ? c->dims[0].v : 1;
-	return (cn == n || cn == 1) && (cm == m || cm == 1);
+	return (cn == n || cn == 1) && (cm == 1 || (!m.sym && cm == m.v));
 }
 
 static int perm_is_swap(const Node *t)
@@ -106,11 +121,11 @@ static void fuse_gemm(Fuse *f, Node *add)
 		Node *tr = match_op(f->m, b, OP_ONNX_Transpose);
 		int trans = tr && perm_is_swap(tr) && fuse_one_use(f, b);
 		ValueId w = trans ? operand(tr, 0) : b;
-		const Type *ta = fuse_static_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
+		const Type *ta = fuse_ranked_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
 		if (!ta || !tw || ta->rank != 2 || tw->rank != 2 || !is_float(ta) || !w || !c)
 			continue;
 		int64_t n = trans ? tw->dims[0].v : tw->dims[1].v;
-		if (!gemm_bias_ok(tc, ta->dims[0].v, n) || tc->dtype != ta->dtype || tw->dtype != ta->dtype)
+		if (!gemm_bias_ok(tc, ta->dims[0], n) || tc->dtype != ta->dtype || tw->dtype != ta->dtype)
 			continue;
 		fuse_set_op(f, add, OP_ONNX_Gemm, 3, trans);
 		add->args[0] = fuse_value_arg(a);
@@ -183,11 +198,22 @@ static void fuse_global_pool(Fuse *f, Node *n)
 	n->args[0] = fuse_value_arg(x);
 }
 
-ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
+/* A new `const` value of g holding t (its bytes are not copied). */
+static ValueId new_const_of(Fuse *f, Graph *g, Tensor *t, ValueId like, const char *suffix)
 {
 	Arena *a = &f->m->arena;
 	char buf[300];
 	snprintf(buf, sizeof buf, "%.250s%s", sym_str(val(f->m, like)->name), suffix);
+	ValueId v = value_new(f->m, value_fresh_name(f->m, sym_cstr(buf)), t->type, VK_CONST);
+	val(f->m, v)->init = t;
+	val(f->m, v)->loc = val(f->m, like)->loc;
+	VEC_PUSH(a, g->inits, v);
+	return v;
+}
+
+ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix)
+{
+	Arena *a = &f->m->arena;
 	Dim *dims = ARENA_ARRAY(a, Dim, r->rank ? r->rank : 1);
 	for (int32_t i = 0; i < r->rank; i++)
 		dims[i] = (Dim){ r->shape[i], 0 };
@@ -195,12 +221,9 @@ ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const 
 	t->type = type_tensor(a, r->dtype, r->rank, dims);
 	t->nbytes = r->nbytes;
 	t->data = arena_dup(a, r->data, r->nbytes);
-	ValueId v = value_new(f->m, value_fresh_name(f->m, sym_cstr(buf)), t->type, VK_CONST);
-	val(f->m, v)->init = t;
-	val(f->m, v)->loc = val(f->m, like)->loc;
-	VEC_PUSH(a, g->inits, v);
-	return v;
+	return new_const_of(f, g, t, like, suffix);
 }
+
 
 double fuse_attr_float(const Node *n, Sym name, double dflt)
 {
@@ -260,7 +283,7 @@ static void scale_weights(RTensor *w, RTensor *b, RTensor *const *st, double eps
 	}
 }
 
-static int64_t attr_int(const Node *n, const char *name, int64_t dflt)
+int64_t fuse_attr_int(const Node *n, const char *name, int64_t dflt)
 {
 	const Named *k = node_kw(n, sym_cstr(name));
 	return k && (k->val.kind == A_INT || k->val.kind == A_BOOL) ? k->val.u.i : k ? -1 : dflt;
@@ -272,12 +295,82 @@ static int is_inference_bn(const Node *bn)
 	return bn->nres == 1 && bn->nargs == 5 && (!t || ((t->val.kind == A_INT || t->val.kind == A_BOOL) && !t->val.u.i));
 }
 
+/* bn becomes conv's op on conv's input, with the weight nw and bias nb. */
+static void become_conv(Fuse *f, Node *bn, const Node *conv, ValueId nw, ValueId nb)
+{
+	ValueId x = operand(conv, 0);
+	const Named *kw = conv->kw;
+	uint32_t nkw = conv->nkw;
+	fuse_set_op(f, bn, conv->op, 3, nkw);
+	bn->args[0] = fuse_value_arg(x);
+	bn->args[1] = fuse_value_arg(nw);
+	bn->args[2] = fuse_value_arg(nb);
+	if (nkw)
+		memcpy(bn->kw, kw, nkw * sizeof *kw);
+	f->uses[conv->res[0]]--;
+}
+
+/* A Conv weight of MAPPED_SLICE bytes or more is not read whole: W' is
+ * written to a temporary file a band of output channels at a time, from
+ * the weight's own bytes (the weights file's mapping), and mapped back
+ * (as fold does with a large Transpose); B' and the statistics are small.
+ * 1 if done. */
+static int conv_bn_streamed(Fuse *f, Graph *g, Node *bn, const Node *conv)
+{
+	ValueId wv = operand(conv, 1);
+	const Type *tw = fuse_static_type(f, wv);
+	int64_t numel = tw ? type_numel(tw) : -1;
+	if (!tw || tw->rank < 2 || numel <= 0 || !is_float(tw) || dtype_bits((DType)tw->dtype) % 8 ||
+	    tensor_nbytes((DType)tw->dtype, numel) < MAPPED_SLICE)
+		return 0;
+	int64_t m = tw->dims[0].v;
+	size_t nbytes = 0;
+	diag_mute(1);
+	RTensor *b = operand(conv, 2) ? rt_value_tensor(&f->weights, operand(conv, 2)) : NULL, *st[4];
+	for (int i = 0; i < 4; i++)
+		st[i] = rt_value_tensor(&f->weights, operand(bn, 1 + (uint32_t)i));
+	const uint8_t *src = rt_value_bytes(&f->weights, wv, &nbytes);
+	int ok = diag_mute(0) == 0 && src && nbytes == tensor_nbytes((DType)tw->dtype, numel) &&
+		 (operand(conv, 2) == VNONE || (b && b->dtype == tw->dtype && b->numel == m));
+	for (int i = 0; i < 4 && ok; i++)
+		ok = st[i] && st[i]->dtype == tw->dtype && st[i]->numel == m;
+	double *sc = ok ? xmalloc((size_t)m * sizeof *sc) : NULL;
+	double eps = fuse_attr_float(bn, S_epsilon, 1e-5);
+	for (int64_t c = 0; ok && c < m; c++)
+		sc[c] = rt_get_f(st[0], c) / sqrt(rt_get_f(st[3], c) + eps);
+	int fd = ok ? mapped_tmp() : -1;
+	const uint8_t *p = NULL;
+	if (fd >= 0 && rt_scale_rows_to_fd(&f->weights, src, (DType)tw->dtype, m, numel / m, sc, fd) == OK)
+		p = mapped_fd(f->m, fd, nbytes);
+	else if (fd >= 0)
+		close(fd);
+	if (p && !b)
+		b = rt_new(conv->loc, (DType)tw->dtype, 1, &m);
+	if (p && b) {
+		for (int64_t c = 0; c < m; c++)
+			rt_set_f(b, c, (rt_get_f(b, c) - rt_get_f(st[2], c)) * sc[c] + rt_get_f(st[1], c));
+		Tensor *t = ARENA_NEW(&f->m->arena, Tensor);
+		t->type = (Type *)tw;
+		t->nbytes = nbytes;
+		t->data = p;
+		ValueId nw = new_const_of(f, g, t, wv, "_bn");
+		become_conv(f, bn, conv, nw, fuse_new_const(f, g, b, operand(bn, 2), "_bn"));
+	}
+	free(sc);
+	rt_free(b);
+	for (int i = 0; i < 4; i++)
+		rt_free(st[i]);
+	return p != NULL;
+}
+
 static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 {
 	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
 	int tr = !conv && (conv = match_operand(f->m, bn, 0, OP_ONNX_ConvTranspose)) != NULL;
-	int64_t group = conv ? attr_int(conv, "group", 1) : 0;
+	int64_t group = conv ? fuse_attr_int(conv, "group", 1) : 0;
 	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
+		return;
+	if (!tr && conv_bn_streamed(f, g, bn, conv))
 		return;
 	diag_mute(1);
 	RTensor *w = rt_value_tensor(&f->weights, operand(conv, 1));
@@ -292,17 +385,8 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 		b = rt_new(conv->loc, w->dtype, 1, &m);
 	if (ok && b) {
 		scale_weights(w, b, st, fuse_attr_float(bn, S_epsilon, 1e-5), tr, group);
-		ValueId x = operand(conv, 0);
-		ValueId nw = fuse_new_const(f, g, w, operand(conv, 1), "_bn"), nb = fuse_new_const(f, g, b, operand(bn, 2), "_bn");
-		const Named *kw = conv->kw;
-		uint32_t nkw = conv->nkw;
-		fuse_set_op(f, bn, conv->op, 3, nkw);
-		bn->args[0] = fuse_value_arg(x);
-		bn->args[1] = fuse_value_arg(nw);
-		bn->args[2] = fuse_value_arg(nb);
-		if (nkw)
-			memcpy(bn->kw, kw, nkw * sizeof *kw);
-		f->uses[conv->res[0]]--;
+		ValueId nw = fuse_new_const(f, g, w, operand(conv, 1), "_bn");
+		become_conv(f, bn, conv, nw, fuse_new_const(f, g, b, operand(bn, 2), "_bn"));
 	}
 	rt_free(w);
 	rt_free(b);
@@ -310,22 +394,32 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 		rt_free(st[i]);
 }
 
-/* x [d..., K] and y [d..., N] around a 2-D weight [K, N] and a bias that
- * broadcasts along N. */
+/* x [d..., K] and y [d..., N] (the same d: known sizes or symbols) around
+ * a 2-D weight [K, N] and, if tc, a bias that broadcasts along N. */
 static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, const Type *tc)
 {
-	if (!tx || !ty || !tw || !tc || tx->rank < 3 || ty->rank != tx->rank || tw->rank != 2 ||
+	if (!tx || !ty || !tw || tx->rank < 3 || ty->rank != tx->rank || tw->rank != 2 ||
 	    !is_float(tx) || ty->dtype != tx->dtype)
 		return 0;
 	int32_t r = tx->rank;
 	for (int32_t i = 0; i + 1 < r; i++)
-		if (tx->dims[i].v != ty->dims[i].v)
+		if (!dim_same(tx->dims[i], ty->dims[i]))
 			return 0;
 	int64_t n = ty->dims[r - 1].v;
-	if (tx->dims[r - 1].v != tw->dims[0].v || n != tw->dims[1].v)
+	if (tx->dims[r - 1].sym || ty->dims[r - 1].sym || tx->dims[r - 1].v != tw->dims[0].v || n != tw->dims[1].v)
 		return 0;
+	if (!tc)
+		return 1;
 	int64_t cn = tc->rank ? tc->dims[tc->rank - 1].v : 1;
 	return (tc->rank == 1 || (tc->rank == 2 && tc->dims[0].v == 1)) && (cn == n || cn == 1);
+}
+
+/* The node that flattens x to 2-D for a Linear: a Reshape, or the Flatten
+ * this pass makes of one. */
+static Node *match_flatten(const Fuse *f, const Node *n, uint32_t i)
+{
+	Node *r = match_operand(f->m, n, i, OP_ONNX_Reshape);
+	return r ? r : match_operand(f->m, n, i, OP_ONNX_Flatten);
 }
 
 /* y = Reshape(Gemm(Reshape(x, [M, K]), w, c), [d..., N]), the way a
@@ -333,61 +427,89 @@ static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, co
  * Add(MatMul(x, w), c): MatMul broadcasts over the leading dims, so the
  * flattening and its inverse are not needed.  Only a plain Gemm (no
  * transposes, alpha and beta 1) qualifies; the MatMul takes the Gemm's
- * provenance, the Add y's. */
+ * provenance, the Add y's.  Without a bias (view, mm, view) y becomes
+ * MatMul(x, w) in place.  The flattened x may have other readers (the
+ * query, key and value projections share it): it stays for them. */
 static void fuse_flat_linear(Fuse *f, Node *r2)
 {
 	Node *gm = match_operand(f->m, r2, 0, OP_ONNX_Gemm);
-	if (!gm || gm->nargs != 3 || gm->nkw || !fuse_one_use(f, gm->res[0]))
+	Node *mm = gm ? NULL : match_operand(f->m, r2, 0, OP_ONNX_MatMul);
+	Node *lin = gm ? gm : mm;
+	if (!lin || lin->nargs != (gm ? 3u : 2u) || lin->nkw || !fuse_one_use(f, lin->res[0]))
 		return;
-	Node *r1 = match_operand(f->m, gm, 0, OP_ONNX_Reshape);
-	if (!r1 || !fuse_one_use(f, r1->res[0]))
+	Node *r1 = match_flatten(f, lin, 0);
+	const Type *tf = r1 ? fuse_ranked_type(f, r1->res[0]) : NULL;
+	if (!tf || tf->rank != 2)
 		return;
-	ValueId x = operand(r1, 0), w = operand(gm, 1), c = operand(gm, 2), y = r2->res[0];
-	const Type *ty = fuse_static_type(f, y);
-	if (!flat_linear_shapes(fuse_static_type(f, x), ty, fuse_static_type(f, w), fuse_static_type(f, c)))
+	ValueId x = operand(r1, 0), w = operand(lin, 1), c = gm ? operand(gm, 2) : VNONE, y = r2->res[0];
+	const Type *ty = fuse_ranked_type(f, y);
+	if (!flat_linear_shapes(fuse_ranked_type(f, x), ty, fuse_static_type(f, w), gm ? fuse_static_type(f, c) : NULL) ||
+	    (gm && !c))
 		return;
-	Node *mm = node_new_op(f->m, OP_ONNX_MatMul, 1, 2, 0);
-	mm->prov = gm->prov;
-	mm->loc = gm->loc;
-	mm->args[0] = fuse_value_arg(x);
-	mm->args[1] = fuse_value_arg(w);
+	f->uses[lin->res[0]]--;
+	if (x < f->nuses)
+		f->uses[x]++;           /* r1 may stay for its other readers */
+	if (mm) {
+		fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
+		r2->args[0] = fuse_value_arg(x);
+		r2->args[1] = fuse_value_arg(w);
+		return;
+	}
+	Node *nm = node_new_op(f->m, OP_ONNX_MatMul, 1, 2, 0);
+	nm->prov = gm->prov;
+	nm->loc = gm->loc;
+	nm->args[0] = fuse_value_arg(x);
+	nm->args[1] = fuse_value_arg(w);
 	ValueId mr = value_new(f->m, value_fresh_name(f->m, val(f->m, gm->res[0])->name),
 			       type_tensor(&f->m->arena, (DType)ty->dtype, ty->rank, ty->dims), VK_NODE);
-	val(f->m, mr)->def = mm;
-	mm->res[0] = mr;
-	node_insert_before(r2->graph, r2, mm);
+	val(f->m, mr)->def = nm;
+	nm->res[0] = mr;
+	node_insert_before(r2->graph, r2, nm);
 	fuse_set_op(f, r2, OP_ONNX_Add, 2, 0);
 	r2->args[0] = fuse_value_arg(mr);
 	r2->args[1] = fuse_value_arg(c);
-	f->uses[gm->res[0]]--;
 }
 
 /* ta [d..., m, k] and tb [d..., k, n] (the same leading dims, nothing
- * broadcast) multiply to ty [d..., m, n] as flattened to [N, m, k] and
+ * broadcast) multiply to [d..., m, n] as flattened to [N, m, k] and
  * [N, k, n] in tfa and tfb, N the product of d. */
-static int flat_bmm_shapes(const Type *ta, const Type *tb, const Type *ty, const Type *tfa, const Type *tfb)
+static int flat_bmm_shapes(const Type *ta, const Type *tb, const Type *tfa, const Type *tfb)
 {
-	if (!ta || !tb || !ty || !tfa || !tfb || ta->rank < 3 || tb->rank != ta->rank || ty->rank != ta->rank ||
-	    tfa->rank != 3 || tfb->rank != 3 || !is_float(ta) || tb->dtype != ta->dtype || ty->dtype != ta->dtype)
+	if (!ta || !tb || !tfa || !tfb || ta->rank < 3 || tb->rank != ta->rank ||
+	    tfa->rank != 3 || tfb->rank != 3 || !is_float(ta) || tb->dtype != ta->dtype)
 		return 0;
 	int32_t r = ta->rank;
 	int64_t n = 1;
 	for (int32_t i = 0; i < r - 2; i++) {
-		if (tb->dims[i].v != ta->dims[i].v || ty->dims[i].v != ta->dims[i].v)
+		if (tb->dims[i].v != ta->dims[i].v)
 			return 0;
 		n *= ta->dims[i].v;
 	}
 	int64_t m = ta->dims[r - 2].v, k = ta->dims[r - 1].v, nn = tb->dims[r - 1].v;
-	return tb->dims[r - 2].v == k && ty->dims[r - 2].v == m && ty->dims[r - 1].v == nn &&
-	       tfa->dims[0].v == n && tfa->dims[1].v == m && tfa->dims[2].v == k &&
+	return tb->dims[r - 2].v == k && tfa->dims[0].v == n && tfa->dims[1].v == m && tfa->dims[2].v == k &&
 	       tfb->dims[0].v == n && tfb->dims[1].v == k && tfb->dims[2].v == nn;
 }
 
-/* y = Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), [d..., m, n]),
+/* t is [d..., m, n] with the leading dims of ta. */
+static int is_bmm_result(const Type *t, const Type *ta, const Type *tb)
+{
+	int32_t r = ta->rank;
+	if (!t || t->rank != r || t->dims[r - 2].v != ta->dims[r - 2].v || t->dims[r - 1].v != tb->dims[r - 1].v)
+		return 0;
+	for (int32_t i = 0; i < r - 2; i++)
+		if (t->dims[i].v != ta->dims[i].v)
+			return 0;
+	return 1;
+}
+
+/* y = Reshape(MatMul(Reshape(a, [N, m, k]), Reshape(b, [N, k, n])), s),
  * the way a batched matmul over several leading dims is traced (view to
- * 3-D, bmm, view back), becomes MatMul(a, b): MatMul batches over all the
- * leading dims itself.  The MatMul takes y's place (result, name,
- * provenance); the rest is left for dce. */
+ * 3-D, bmm, view back), multiplies a [d..., m, k] by b [d..., k, n]:
+ * MatMul batches over all the leading dims itself.  With s = [d..., m, n]
+ * y becomes MatMul(a, b) (its result, name and provenance stay);
+ * otherwise the MatMul becomes MatMul(a, b), of type [d..., m, n], and y
+ * reshapes that (the elements are in the same row-major order as the
+ * 3-D product's).  The Reshapes of a and b are left for dce. */
 static void fuse_flat_bmm(Fuse *f, Node *r2)
 {
 	Node *mm = match_operand(f->m, r2, 0, OP_ONNX_MatMul);
@@ -397,13 +519,26 @@ static void fuse_flat_bmm(Fuse *f, Node *r2)
 	if (!ra || !rb || !fuse_one_use(f, ra->res[0]) || !fuse_one_use(f, rb->res[0]))
 		return;
 	ValueId a = operand(ra, 0), b = operand(rb, 0);
-	if (!flat_bmm_shapes(fuse_static_type(f, a), fuse_static_type(f, b), fuse_static_type(f, r2->res[0]),
-			     fuse_static_type(f, ra->res[0]), fuse_static_type(f, rb->res[0])))
+	const Type *ta = fuse_static_type(f, a), *tb = fuse_static_type(f, b), *tm = fuse_static_type(f, mm->res[0]);
+	if (!tm || !flat_bmm_shapes(ta, tb, fuse_static_type(f, ra->res[0]), fuse_static_type(f, rb->res[0])) ||
+	    tm->dtype != ta->dtype)
 		return;
-	f->uses[mm->res[0]]--;
-	fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
-	r2->args[0] = fuse_value_arg(a);
-	r2->args[1] = fuse_value_arg(b);
+	if (is_bmm_result(fuse_static_type(f, r2->res[0]), ta, tb)) {
+		f->uses[mm->res[0]]--;
+		fuse_set_op(f, r2, OP_ONNX_MatMul, 2, 0);
+		r2->args[0] = fuse_value_arg(a);
+		r2->args[1] = fuse_value_arg(b);
+		return;
+	}
+	Dim *dims = ARENA_ARRAY(&f->m->arena, Dim, ta->rank);
+	for (int32_t i = 0; i < ta->rank - 1; i++)
+		dims[i] = ta->dims[i];
+	dims[ta->rank - 1] = tb->dims[ta->rank - 1];
+	val(f->m, mm->res[0])->type = type_tensor(&f->m->arena, (DType)ta->dtype, ta->rank, dims);
+	f->uses[ra->res[0]]--;
+	f->uses[rb->res[0]]--;
+	mm->args[0] = fuse_value_arg(a);
+	mm->args[1] = fuse_value_arg(b);
 }
 
 static Status fuse_graph(const GraphVisit *v, void *ctx)
@@ -423,12 +558,18 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			fuse_flat_linear(f, n);
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
 			fuse_flat_bmm(f, n);
+		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_lead_one_add(f, v->g, n);
+		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
+			fuse_flatten(f, n);
 		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
 			fuse_norm(f, v->g, n);
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
 			fuse_gelu(f, n);
 		if (op == OP_ONNX_MatMul && n->nargs == 2)
 			fuse_attention(f, v->g, n);
+		if (op == OP_ONNX_Transpose && n->nargs == 1)
+			fuse_unit_transpose(f, v->g, n);
 	}
 	return OK;
 }

@@ -1,5 +1,6 @@
 /* fuse.h - what the files of the fuse pass share (fuse.c runs the walk;
- * fuse_norm.c, fuse_gelu.c and fuse_attention.c hold fusion families). */
+ * fuse_norm.c, fuse_gelu.c, fuse_attention.c and fuse_layout.c hold
+ * fusion families). */
 #ifndef ONNXC_FUSE_H
 #define ONNXC_FUSE_H
 
@@ -16,6 +17,9 @@ typedef struct Fuse {
 
 /* v's type when it is a tensor with every dim known, else NULL. */
 const Type *fuse_static_type(const Fuse *f, ValueId v);
+/* v's type when it is a tensor of known rank (dims may be symbolic or
+ * unknown), else NULL. */
+const Type *fuse_ranked_type(const Fuse *f, ValueId v);
 /* v is read by exactly one node (a value made during the run never is). */
 int fuse_one_use(const Fuse *f, ValueId v);
 /* n becomes op with fresh argument and attribute arrays (filled by the
@@ -23,6 +27,8 @@ int fuse_one_use(const Fuse *f, ValueId v);
 void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw);
 /* A new `const` value of g holding r, named after `like` + suffix. */
 ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix);
+/* An int attribute; dflt when absent, -1 when not an int. */
+int64_t fuse_attr_int(const Node *n, const char *name, int64_t dflt);
 /* A float attribute (an int one converts); dflt when absent. */
 double fuse_attr_float(const Node *n, Sym name, double dflt);
 /* v is a one-element floating constant; its value into *x. */
@@ -42,5 +48,8 @@ static inline Arg fuse_value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.
 void fuse_norm(Fuse *f, Graph *g, Node *n);        /* fuse_norm.c */
 void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
 void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
+void fuse_flatten(Fuse *f, Node *n);               /* fuse_layout.c */
+void fuse_unit_transpose(Fuse *f, Graph *g, Node *n);
+void fuse_lead_one_add(Fuse *f, Graph *g, Node *n);
 
 #endif

@@ -8,7 +8,9 @@
  *             (c = 1/d), or s itself (c = 1);
  *   mask(s):  Where(b, -inf, s) with b a bool constant (m = not b, a new
  *             constant), Where(b, s, -inf) (m = b), Add(s, f) or Add(f, s)
- *             with f floating (m = f), or s itself (no m).
+ *             with f floating (m = f), Add(Add(s, f1), f2) for 4-D
+ *             inputs (m = a new Add(f1, f2), broadcast like the two), or
+ *             s itself (no m).
  *
  * Legal only where Attention computes the same: q [B, H, L, E], k [B, H,
  * S, E], v [B, H, S, Ev] (4-D: the batch and head dims equal, nothing
@@ -95,28 +97,57 @@ static int qkv_ok(const Type *q, const Type *k, const Type *v)
 
 /* Which operand of Add(x, y) holds the scores: the one a scale or the
  * MatMul makes (the first if both). */
+static int makes_scores(const Fuse *f, ValueId v)
+{
+	const Node *d = def_of(f->m, v);
+	return d && (d->op == OP_ONNX_Mul || d->op == OP_ONNX_Div || d->op == OP_ONNX_MatMul);
+}
+
 static uint32_t scores_side(const Fuse *f, const Node *add)
 {
-	const Node *d = def_of(f->m, operand(add, 0));
-	return d && (d->op == OP_ONNX_Mul || d->op == OP_ONNX_Div || d->op == OP_ONNX_MatMul) ? 0 : 1;
+	return makes_scores(f, operand(add, 0)) ? 0 : 1;
+}
+
+/* add is Add(Add(s, f1), f2) (either order at each level) with the scores
+ * s made by a scale or the MatMul: the inner Add. */
+static Node *inner_mask_add(const Fuse *f, const Node *add)
+{
+	for (uint32_t side = 0; side < 2; side++) {
+		Node *in = match_operand(f->m, add, side, OP_ONNX_Add);
+		if (in && in->nres == 1 && in->nargs == 2 && fuse_one_use(f, in->res[0]) &&
+		    makes_scores(f, operand(in, scores_side(f, in))))
+			return in;
+	}
+	return NULL;
 }
 
 /* The attention mask found between the scores and the Softmax: the value
  * (VNONE: none), and whether it must become a new constant, negated (a
  * bool mask that selected -inf) and without its first `lead` dims. */
-typedef struct Mask { ValueId v; int negate; int32_t lead; } Mask;
+typedef struct Mask { ValueId v, v2; int negate; int32_t lead; } Mask;
 
 /* The mask node at in: *mk and the scores into *s; 0 if in is a mask of
  * none of the forms (nothing is made yet: see make_mask). */
 static int match_mask(const Fuse *f, ValueId in, int32_t rank, ValueId *s, Mask *mk)
 {
 	Node *n = def_of(f->m, in);
-	*mk = (Mask){ VNONE, 0, 0 };
+	*mk = (Mask){ VNONE, VNONE, 0, 0 };
 	*s = in;
 	if (!n || n->domain != S_onnx || n->nres != 1 || (n->op != OP_ONNX_Where && n->op != OP_ONNX_Add))
 		return 1;
 	mk->v = operand(n, 0);
-	if (n->op == OP_ONNX_Add) {
+	Node *in2 = n->op == OP_ONNX_Add && rank >= 4 ? inner_mask_add(f, n) : NULL;
+	if (in2) {
+		/* Two float masks (swin's relative position bias, then its
+		 * shifted-window mask): Attention takes their sum. */
+		uint32_t side = scores_side(f, in2);
+		*s = operand(in2, side);
+		mk->v2 = operand(in2, 1 - side);
+		mk->v = operand(n, operand(n, 0) == in2->res[0] ? 1 : 0);
+		const Type *t2 = fuse_static_type(f, mk->v2), *tn = fuse_static_type(f, in);
+		if (!t2 || !tn || t2->dtype != tn->dtype || !type_equal(fuse_static_type(f, in2->res[0]), tn))
+			return 0;
+	} else if (n->op == OP_ONNX_Add) {
 		uint32_t side = scores_side(f, n);
 		*s = operand(n, side);
 		mk->v = operand(n, 1 - side);
@@ -138,10 +169,42 @@ static int match_mask(const Fuse *f, ValueId in, int32_t rank, ValueId *s, Mask 
 	return !(rank == 3 && tm->rank - mk->lead > 2) && (!(mk->negate || mk->lead) || (t && t->data));
 }
 
+/* A new Add(v2, v) before the node that makes `like` (the outer mask
+ * Add, whose provenance it takes), typed with the broadcast of the two. */
+static ValueId mask_sum(Fuse *f, const Mask *mk, ValueId like)
+{
+	const Type *a = fuse_static_type(f, mk->v2), *b = fuse_static_type(f, mk->v);
+	if (!a || !b)
+		return VNONE;
+	int32_t r = a->rank > b->rank ? a->rank : b->rank;
+	Dim *dims = ARENA_ARRAY(&f->m->arena, Dim, r ? r : 1);
+	for (int32_t i = 0; i < r; i++) {
+		int32_t ia = i - (r - a->rank), ib = i - (r - b->rank);
+		int64_t da = ia >= 0 ? a->dims[ia].v : 1, db = ib >= 0 ? b->dims[ib].v : 1;
+		if (da != db && da != 1 && db != 1)
+			return VNONE;
+		dims[i] = (Dim){ da == 1 ? db : da, 0 };
+	}
+	Node *at = def_of(f->m, like);
+	Node *add = node_new_op(f->m, OP_ONNX_Add, 1, 2, 0);
+	add->prov = at->prov;
+	add->loc = at->loc;
+	add->args[0] = fuse_value_arg(mk->v2);
+	add->args[1] = fuse_value_arg(mk->v);
+	ValueId v = value_new(f->m, value_fresh_name(f->m, val(f->m, like)->name),
+			      type_tensor(&f->m->arena, (DType)a->dtype, r, dims), VK_NODE);
+	val(f->m, v)->def = add;
+	add->res[0] = v;
+	node_insert_before(at->graph, at, add);
+	return v;
+}
+
 /* The mask value Attention takes: mk's value, or a new constant of g made
  * from it (named after `like`). */
 static ValueId make_mask(Fuse *f, Graph *g, const Mask *mk, ValueId like, Loc loc)
 {
+	if (mk->v2)
+		return mask_sum(f, mk, like);
 	if (!mk->v || !(mk->negate || mk->lead))
 		return mk->v;
 	RTensor *r = rt_from_ir(loc, const_tensor(f->m, mk->v));

@@ -36,8 +36,8 @@ const Pass *pass_at(size_t i);             /* NULL past the end */
 const char *pipeline_for_level(int level);
 
 /* loop_first..loop_end-1 (loop_end 0: none) is the group written in
- * brackets, "a,[b,c],d": it runs again while a round changes the node
- * count, at most PIPELINE_MAX_ROUNDS rounds. */
+ * brackets, "a,[b,c],d": it runs again while a round changes the graph
+ * (module_digest), at most PIPELINE_MAX_ROUNDS rounds. */
 enum { PIPELINE_MAX_ROUNDS = 4 };
 typedef struct Pipeline { const Pass **v; uint32_t n, cap, loop_first, loop_end; } Pipeline;
 /* Parses "a,b,c" with at most one bracketed group; an empty string is the

@@ -22,17 +22,19 @@ const Pass *pass_lookup(const char *name, size_t len)
 const Pass *pass_at(size_t i) { return i < NPASSES ? &passes[i] : NULL; }
 
 /* -O0 lowers only; -O1 adds clean-ups and folding (before the second
- * cse: folded constants that are equal merge); -O2 adds fusions, in a
- * group repeated while it shrinks the graph: dce removes what a fusion
- * absorbed, fold and cse then see the fused graph (two means that became
- * one GlobalAveragePool merge, and a pattern over them fuses in the next
- * round).  A level names only passes that exist. */
+ * cse: folded constants that are equal merge), in a group repeated until
+ * a round changes nothing (a constant fold makes can reveal an x * 1 for
+ * simplify), so -O1 of its own output is a fixed point; -O2 adds fusions,
+ * in a group repeated while it changes the graph: dce removes what a
+ * fusion absorbed, simplify, fold and cse then see the fused graph (two
+ * means that became one GlobalAveragePool merge, and a pattern over them
+ * fuses in the next round).  A level names only passes that exist. */
 const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
-	case 1: return "functionalize,decompose,cse,simplify,fold,cse,dce";
-	default: return "functionalize,decompose,cse,simplify,fold,cse,[fuse,dce,fold,cse],dce";
+	case 1: return "functionalize,decompose,cse,[simplify,fold,cse,dce]";
+	default: return "functionalize,decompose,cse,simplify,fold,cse,[fuse,dce,simplify,fold,cse,dce]";
 	}
 }
 

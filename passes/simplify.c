@@ -3,23 +3,28 @@
  *
  *   Identity(x)                                  -> x
  *   Cast(x, to=T), CastLike(x, y)                -> x   when x is already T
- *   Reshape/Squeeze/Unsqueeze/Flatten/Expand(x)  -> x   when x's static
- *                                                       shape is the result's
+ *   Reshape/Squeeze/Unsqueeze/Flatten/Expand(x)  -> x   when x's shape is
+ *                                                       the result's
  *   r = Reshape(y, s), y a chain of Reshape/Squeeze/Unsqueeze/Flatten of x,
  *       s a constant without 0 entries           -> Reshape(x, s) in place
  *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
  *   Transpose(x, identity perm)                  -> x
  *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1     -> x   when x has the result's
- *                                                       static shape and dtype
+ *                                                       shape and dtype
  *   SequenceAt(SequenceConstruct(x0..xn-1), k)   -> xk  for a constant k
+ *   Dropout(x, ratio, training_mode)             -> x   in inference, or
+ *                                                       with ratio 0
  *
  * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
  * in row-major order and change only the shape, so any chain of them from x
- * holds x's data; if the chain ends in x's own static shape (and dtype) it
- * is x.  Reshape(y, s) with no 0 in s does not look at y's shape (-1 is
+ * holds x's data; if the chain ends in x's own shape (and dtype) it is
+ * x.  Shapes are the same when every dim is the same known size or the
+ * same symbol: a symbolic dim names one size wherever it appears, so
+ * `f32[batch,16]` reshaped to `f32[batch,16]` (through a shape computed
+ * from Shape(x) at run time) is x.  Reshape(y, s) with no 0 in s does not look at y's shape (-1 is
  * inferred from the element count, which the chain keeps), so it may read
- * x instead.  An Expand whose result has its input's static shape
- * broadcasts nothing.
+ * x instead.  An Expand whose result has its input's shape broadcasts
+ * nothing.
  *
  * Each graph is walked once, in order.  A replacement table by ValueId
  * rewrites every operand as the walk reaches it (as in cse.c), and a second
@@ -28,8 +33,9 @@
  * for dce to remove when nothing else reads them.  A value that is a graph,
  * function or subgraph output is never replaced (output names are the
  * interface); such a node may still have its operand rewritten in place,
- * keeping its name and provenance.  Shape rules need static types on both
- * sides; a value without a type is never assumed to match.
+ * keeping its name and provenance.  Shape rules need known ranks on both
+ * sides; a value without a type, or an unknown dim (`?`), is never assumed
+ * to match.
  *
  * With -outline, chains are not followed into a node of another module
  * instance (its innermost scope(...) entry differs): the instance it
@@ -54,24 +60,15 @@ static const Type *tensor_type(const Simplify *s, ValueId v)
 	return t && t->kind == TY_TENSOR && t->dtype != DT_UNDEF ? t : NULL;
 }
 
-static int fully_static(const Type *t)
-{
-	if (!t || t->rank < 0)
-		return 0;
-	for (int32_t i = 0; i < t->rank; i++)
-		if (t->dims[i].sym || t->dims[i].v < 0)
-			return 0;
-	return 1;
-}
-
-/* Same dtype and the same shape, every dim a known number. */
-static int same_static(const Simplify *s, ValueId a, ValueId b)
+/* Same dtype and the same shape, every dim the same known size or the
+ * same symbol. */
+static int same_shape(const Simplify *s, ValueId a, ValueId b)
 {
 	const Type *ta = tensor_type(s, a), *tb = tensor_type(s, b);
-	if (!fully_static(ta) || !fully_static(tb) || ta->dtype != tb->dtype || ta->rank != tb->rank)
+	if (!ta || !tb || ta->rank < 0 || ta->dtype != tb->dtype || ta->rank != tb->rank)
 		return 0;
 	for (int32_t i = 0; i < ta->rank; i++)
-		if (ta->dims[i].v != tb->dims[i].v)
+		if (!dim_same(ta->dims[i], tb->dims[i]))
 			return 0;
 	return 1;
 }
@@ -172,7 +169,7 @@ static void simplify_reshape_like(Simplify *s, Node *n, ValueId y, ValueId r)
 {
 	if (!may_follow(s, n, y)) {
 		s->src[r] = y;
-		if (same_static(s, y, r))
+		if (same_shape(s, y, r))
 			replace(s, r, y);
 		return;
 	}
@@ -180,9 +177,9 @@ static void simplify_reshape_like(Simplify *s, Node *n, ValueId y, ValueId r)
 		merge_reshape(s, n, y);
 	ValueId x = s->src[y] ? s->src[y] : y;
 	s->src[r] = x;
-	if (same_static(s, x, r))
+	if (same_shape(s, x, r))
 		replace(s, r, x);
-	else if (same_static(s, operand(n, 0), r))
+	else if (same_shape(s, operand(n, 0), r))
 		replace(s, r, operand(n, 0));
 }
 
@@ -223,14 +220,14 @@ static void simplify_transpose(Simplify *s, Node *n, ValueId y, ValueId r)
 }
 
 /* x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 read x, when the constant
- * broadcasts nothing (x has the result's static shape and dtype). */
+ * broadcasts nothing (x has the result's shape and dtype). */
 static void simplify_identity_operand(Simplify *s, Node *n, ValueId r)
 {
 	double unit = n->op == OP_ONNX_Mul || n->op == OP_ONNX_Div ? 1.0 : 0.0;
 	int commutes = n->op == OP_ONNX_Add || n->op == OP_ONNX_Mul;
 	for (uint32_t side = 0; side < (commutes ? 2u : 1u); side++) {
 		ValueId x = operand(n, side), c = operand(n, 1 - side);
-		if (x && c && match_const(s->m, c, unit) && same_static(s, x, r)) {
+		if (x && c && match_const(s->m, c, unit) && same_shape(s, x, r)) {
 			replace(s, r, x);
 			return;
 		}
@@ -251,9 +248,25 @@ static void simplify_sequence_at(Simplify *s, Node *n, ValueId q, ValueId r)
 		replace(s, r, operand(d, (uint32_t)i));
 }
 
+/* Dropout(x, ratio, training_mode) is x in inference (training_mode
+ * omitted or a constant false) and when the ratio is a constant 0 (the
+ * mask is all true and the scale 1): a model's `F.dropout(p=0.0)`, which
+ * defaults to training mode, traces as one.  The mask result, if read,
+ * keeps the node. */
+static void simplify_dropout(Simplify *s, Node *n)
+{
+	ValueId x = operand(n, 0), ratio = operand(n, 1), train = operand(n, 2);
+	if (!x || !n->nres || !n->res[0] || node_kw(n, sym_cstr("ratio")) || node_kw(n, sym_cstr("is_test")))
+		return;
+	if (!train || match_const(s->m, train, 0.0) || (ratio && match_const(s->m, ratio, 0.0)))
+		replace(s, n->res[0], x);
+}
+
 static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
+	if (n->domain == S_onnx && n->op == OP_ONNX_Dropout)
+		simplify_dropout(s, n);
 	if (n->domain != S_onnx || !x || !r)
 		return;
 	switch (n->op) {
@@ -271,7 +284,7 @@ static void simplify_node(Simplify *s, Node *n)
 		simplify_reshape_like(s, n, x, r);
 		break;
 	case OP_ONNX_Expand:
-		if (same_static(s, x, r))
+		if (same_shape(s, x, r))
 			replace(s, r, x);
 		break;
 	case OP_ONNX_Transpose:

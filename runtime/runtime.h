@@ -118,6 +118,11 @@ void rt_weights_release(RtWeights *w, const void *p, size_t n);
  * (elements of esize bytes) written to fd, a band of rows at a time,
  * releasing each band of src once read; FAILED if a write fails. */
 Status rt_transpose_to_fd(RtWeights *w, const uint8_t *src, int64_t rows, int64_t cols, size_t esize, int fd);
+/* The same streaming for the rows x cols matrix at src (dtype dt) with
+ * row r multiplied by scale[r] (computed in double): a BatchNormalization
+ * folded into a large Conv weight, one output channel a row. */
+Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t rows, int64_t cols, const double *scale,
+			   int fd);
 
 /* ---- interp.c: running a graph, and what kernels ask of their node --------- */
 /* A kernel reads its node's attributes through the context and reports

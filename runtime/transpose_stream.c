@@ -8,7 +8,8 @@
  * with one pwrite (a contiguous run of an output row), and the band's
  * pages are released (rt_weights_release).  Memory stays near two slices
  * whatever the size of W; the output's pages are page cache, not the
- * process's. */
+ * process's.  rt_scale_rows_to_fd streams a row scaling the same way (a
+ * BatchNormalization folded into a Conv weight). */
 #define _XOPEN_SOURCE 700       /* pwrite */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,29 @@ Status rt_transpose_to_fd(RtWeights *w, const uint8_t *src, int64_t rows, int64_
 		for (int64_t c = 0; c < cols && st == OK; c++)
 			if (write_at(fd, buf + (size_t)(c * nb) * es, (size_t)nb * es, (size_t)(c * rows + r0) * es))
 				st = FAILED;
+	}
+	free(buf);
+	return st;
+}
+
+Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t rows, int64_t cols, const double *scale,
+			   int fd)
+{
+	size_t es = (size_t)dtype_bits(dt) / 8, row = (size_t)cols * es;
+	int64_t band = row && row < MAPPED_SLICE ? (int64_t)(MAPPED_SLICE / row) : 1;
+	uint8_t *buf = xmalloc((size_t)band * row + 1);
+	Status st = OK;
+	for (int64_t r0 = 0; r0 < rows && st == OK; r0 += band) {
+		int64_t nb = rows - r0 < band ? rows - r0 : band;
+		const uint8_t *in = src + (size_t)r0 * row;
+		for (int64_t r = 0; r < nb; r++)
+			for (int64_t c = 0; c < cols; c++) {
+				size_t i = (size_t)(r * cols + c);
+				tensor_put(dt, buf, i, tensor_get_f(dt, in, i) * scale[r0 + r], 0, 0);
+			}
+		if (write_at(fd, buf, (size_t)nb * row, (size_t)r0 * row) != 0)
+			st = FAILED;
+		rt_weights_release(w, in, (size_t)nb * row);
 	}
 	free(buf);
 	return st;
