@@ -208,8 +208,11 @@ for _attr in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
         _ENUM_NAMES[_v] = _attr.lstrip("_")
 
 
+_PLAIN_NAME = re.compile(r"[0-9A-Za-z_.]+\Z")
+
+
 def _value_name(name):
-    if name and all(c.isalnum() and c.isascii() or c in "_." for c in name):
+    if _PLAIN_NAME.match(name):
         return "%" + name
     return "%" + _quote(name)
 
@@ -382,6 +385,10 @@ def _rnn_ops():
         _RNN_LIBS.extend([lib, impl])
     ops = getattr(torch.ops, _RNN_NS)
     return {getattr(torch._VF, n): (n, getattr(ops, n)) for n in _RNN_SCHEMAS}
+
+
+_TORCH_FUNCTION_MODULES = (torch.nn.RNNBase, torch.nn.MultiheadAttention,
+                           torch.nn.TransformerEncoder, torch.nn.TransformerEncoderLayer)
 
 
 class _WholeRNNLayers(torch.overrides.TorchFunctionMode):
@@ -664,27 +671,44 @@ def _op_name(target):
     raise ExportError("cannot name FX call target %r" % (target,))
 
 
-def _num_results(node, val):
-    """How many values a call produces: 0, 1 or n (a tuple or Tensor[])."""
-    t = node.target
-    schema = getattr(t, "_schema", None)
-    users_getitem = [u for u in node.users if u.op == "call_function"
-                     and u.target.__name__ == "getitem" and getattr(u.target, "__module__", "") in ("_operator", "operator")]
+def _num_results(node, val, returns):
+    """How many values a call produces: 0, 1 or n (a tuple or Tensor[]).
+    returns: _schema_info's count of schema results (None without a
+    schema, "list" for one list result)."""
     if _is_multi(val):
         return len(val), True
-    if schema is not None:
-        rets = schema.returns
-        if len(rets) == 0:
-            return 0, False
-        if len(rets) > 1:
-            return len(rets), True
-        if str(rets[0].type).startswith(("List[", "Tensor[]", "Tensor?[]")) or "[]" in str(rets[0].type):
-            n = 1 + max([u.args[1] for u in users_getitem] or [-1])
-            return n, True
-        return 1, False
+    if returns is not None and returns != "list":
+        return returns, returns > 1
+    users_getitem = [u for u in node.users if u.op == "call_function"
+                     and u.target.__name__ == "getitem" and getattr(u.target, "__module__", "") in ("_operator", "operator")]
+    if returns == "list":
+        return 1 + max([u.args[1] for u in users_getitem] or [-1]), True
     if users_getitem:
         return 1 + max(u.args[1] for u in users_getitem), True
     return 1, False
+
+
+def _schema_info(target):
+    """(the .fxir op name, {argument name: literal kind}, [kind of each
+    positional argument], the schema's result count or "list") of a call
+    target: the same for every node of that target."""
+    op = _op_name(target)
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return op, {}, [], None
+    kinds = {}
+    for a in schema.arguments:
+        ty = str(a.type)
+        kinds[a.name] = ("tensor" if "Tensor" in ty else "float" if "float" in ty
+                         else "string" if "str" in ty else "int")
+    pos_kinds = [kinds.get(a.name) for a in schema.arguments]
+    rets = schema.returns
+    ret = len(rets)
+    if ret == 1:
+        ty = str(rets[0].type)
+        if ty.startswith(("List[", "Tensor[]", "Tensor?[]")) or "[]" in ty:
+            ret = "list"
+    return op, kinds, pos_kinds, ret
 
 
 class _Printer:
@@ -695,6 +719,8 @@ class _Printer:
         self.lines = []
         self.frames = {}    # (file, line, function) -> its trace text
         self.traces = {}    # tuple of frames -> trace(...) text
+        self.scopes = {}    # tuple of (path, class) -> scope(...) text
+        self.targets = {}   # call target -> _schema_info(target)
         # Computed values that are outputs take the user's output names;
         # an output that is an input or is returned twice gets a copy.
         self.wanted = {}    # FX node -> output name
@@ -789,8 +815,13 @@ class _Printer:
         out = []
         scope = node.meta.get("fxir_scope")
         if scope is not None:
-            items = [("", ex.root_class)] + [s for s in scope if s[0] != ""]
-            out.append("scope(" + ", ".join("%s: %s" % (_quote(p), _quote(c)) for p, c in items) + ")")
+            key = tuple(scope)
+            text = self.scopes.get(key)
+            if text is None:
+                items = [("", ex.root_class)] + [s for s in scope if s[0] != ""]
+                text = "scope(" + ", ".join("%s: %s" % (_quote(p), _quote(c)) for p, c in items) + ")"
+                self.scopes[key] = text
+            out.append(text)
         frames = node.meta.get("fxir_frames")
         if frames:
             fn, line, _ = frames[-1]
@@ -926,9 +957,12 @@ class _Printer:
 
     def call(self, node, getitems):
         ex = self.ex
-        op = _op_name(node.target)
+        info = self.targets.get(node.target)
+        if info is None:
+            info = self.targets[node.target] = _schema_info(node.target)
+        op, kinds, pos_kinds, returns = info
         val = _node_types(node)
-        n, multi = _num_results(node, val)
+        n, multi = _num_results(node, val, returns)
         stat_copies = []
         # make_fx's training-mode batch norm updates the running statistics
         # in place, which the graph does not show: write torch.export's
@@ -939,14 +973,6 @@ class _Printer:
             op = "aten::_native_batch_norm_legit_functional"
         else:
             stats = ()
-        schema = getattr(node.target, "_schema", None)
-        kinds = {}
-        if schema is not None:
-            for a in schema.arguments:
-                ty = str(a.type)
-                kinds[a.name] = ("tensor" if "Tensor" in ty else "float" if "float" in ty
-                                 else "string" if "str" in ty else "int")
-        pos_kinds = [kinds.get(a.name) for a in schema.arguments] if schema is not None else []
         args = [self.arg(a, pos_kinds[i] if i < len(pos_kinds) else None)
                 for i, a in enumerate(node.args)]
         args += ["%s = %s" % (k, self.arg(v, kinds.get(k))) for k, v in node.kwargs.items()]
@@ -1113,9 +1139,14 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
                                 {id(t): leaves[li][0] for li, t in enumerate(inputs)})
     # Symbolic tracing runs on fake tensors, which the whole-layer ops have
     # no kernel for: recurrent layers keep their per-step form there.
-    with prov, _LinearNames(), _NativeDropout(), \
+    # The whole-layer mode sees every torch call (a Python round trip each):
+    # it is entered only when the model has a recurrent layer, or a module
+    # whose fused fast path it keeps off (they take their fused kernels when
+    # no torch function mode is active: _transformer_encoder_layer_fwd).
+    rnn = mode != "symbolic" and any(isinstance(m, _TORCH_FUNCTION_MODULES) for m in model.modules())
+    with prov, _LinearNames(), _NativeDropout(), _FastPytree(), _NoRecompile(), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
-            (contextlib.nullcontext() if mode == "symbolic" else _WholeRNNLayers()):
+            (_WholeRNNLayers() if rnn else contextlib.nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 
     if mode == "real":
@@ -1165,6 +1196,123 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     ex.outputs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     ex.gm = gm
     return ex
+
+
+class _FastPytree:
+    """While active, torch.utils._pytree's flatten and map functions take a
+    fast path for the containers make_fx meets on every op (tuple, list,
+    dict, leaves), with the same results.
+
+    make_fx (torch 1.13) flattens each op's arguments five to seven times
+    with pytree, which asks for every element whether its type is a
+    namedtuple and builds a spec object per leaf: a third of the trace.
+    Here the kind of a type is looked up once, leaves share one spec (specs
+    are never mutated), and the map and predicate functions walk the
+    containers without building specs; any other container (a namedtuple,
+    an OrderedDict, FX's immutable ones) goes to the original function."""
+
+    _NAMES = ("tree_flatten", "tree_map", "tree_map_only", "tree_all_only", "tree_any_only")
+
+    def __enter__(self):
+        import torch.utils._pytree as pytree
+        self.pytree = pytree
+        self.saved = {n: getattr(pytree, n) for n in self._NAMES}
+        orig = dict(self.saved)
+        nodes = pytree.SUPPORTED_NODES
+        leaf_spec = pytree.LeafSpec()
+        TreeSpec = pytree.TreeSpec
+        leaf_types = {}   # type -> True when a pytree leaf
+
+        def is_leaf(x):
+            t = type(x)
+            r = leaf_types.get(t)
+            if r is None:
+                r = leaf_types[t] = pytree._is_leaf(x)
+            return r
+
+        def flatten(tree):
+            t = type(tree)
+            if t is tuple or t is list:
+                leaves, specs = [], []
+                for c in tree:
+                    f, sp = flatten(c)
+                    leaves += f
+                    specs.append(sp)
+                return leaves, TreeSpec(t, None, specs)
+            if t is not dict and is_leaf(tree):
+                return [tree], leaf_spec
+            return orig["tree_flatten"](tree)
+
+        def tmap(fn, tree):
+            t = type(tree)
+            if t is tuple:
+                return tuple([tmap(fn, c) for c in tree])
+            if t is list:
+                return [tmap(fn, c) for c in tree]
+            if t is dict:
+                return {k: tmap(fn, v) for k, v in tree.items()}
+            if is_leaf(tree):
+                return fn(tree)
+            return orig["tree_map"](fn, tree)
+
+        def leaves(tree, out):
+            t = type(tree)
+            if t is tuple or t is list:
+                for c in tree:
+                    leaves(c, out)
+            elif t is dict:
+                for c in tree.values():
+                    leaves(c, out)
+            elif is_leaf(tree):
+                out.append(tree)
+            else:
+                out += orig["tree_flatten"](tree)[0]
+            return out
+
+        def map_only(ty, fn, tree):
+            return tmap(lambda x: fn(x) if isinstance(x, ty) else x, tree)
+
+        def all_only(ty, pred, tree):
+            return all(pred(x) for x in leaves(tree, []) if isinstance(x, ty))
+
+        def any_only(ty, pred, tree):
+            return any(pred(x) for x in leaves(tree, []) if isinstance(x, ty))
+
+        assert tuple in nodes and list in nodes and dict in nodes
+        pytree.tree_flatten, pytree.tree_map = flatten, tmap
+        pytree.tree_map_only, pytree.tree_all_only, pytree.tree_any_only = \
+            map_only, all_only, any_only
+        return self
+
+    def __exit__(self, *exc):
+        for n, f in self.saved.items():
+            setattr(self.pytree, n, f)
+        return False
+
+
+class _NoRecompile:
+    """While active, a GraphModule built does not generate and compile its
+    Python code (make_fx builds one, and the bridge only reads its graph):
+    the code is made on the module's first call instead."""
+
+    def __enter__(self):
+        from torch.fx.graph_module import GraphModule
+        self.cls, self.orig = GraphModule, GraphModule.recompile
+        orig = self.orig
+
+        def recompile(gm):
+            def forward(self, *args, **kwargs):
+                orig(self)   # installs the real forward on the class
+                return type(self).forward(self, *args, **kwargs)
+            type(gm).forward = forward
+            return None
+
+        GraphModule.recompile = recompile
+        return self
+
+    def __exit__(self, *exc):
+        self.cls.recompile = self.orig
+        return False
 
 
 class _NativeDropout:

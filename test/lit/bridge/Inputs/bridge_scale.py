@@ -7,6 +7,12 @@
                                     name probes, with and without the bridge's
                                     linear-time naming; print the growth and
                                     whether the texts are the same
+    bridge_scale.py trace DIR       export an 8-block GPT and a transformer
+                                    encoder with the trace's fast paths and
+                                    without them; print what each path
+                                    did (pytree leaf tests, code generation,
+                                    torch function mode calls) and whether
+                                    the texts are the same
 """
 import os
 import resource
@@ -82,5 +88,68 @@ def names(d):
     print("same text:", all(texts["linear", n] == texts["plain", n] for n in (8, 32)))
 
 
+class Plain:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def trace(d):
+    import models
+    import torch.utils._pytree as pytree
+    from torch.fx.graph import Graph
+    counts = {"leaf": 0, "codegen": 0, "mode": 0}
+
+    def counting(obj, attr, key):
+        orig = getattr(obj, attr)
+
+        def f(*a, **kw):
+            counts[key] += 1
+            return orig(*a, **kw)
+        setattr(obj, attr, f)
+        return orig
+
+    saved = [(pytree, "_is_leaf", counting(pytree, "_is_leaf", "leaf")),
+             (Graph, "python_code", counting(Graph, "python_code", "codegen")),
+             (fxir_export._WholeRNNLayers, "__enter__",
+              counting(fxir_export._WholeRNNLayers, "__enter__", "mode"))]
+    fast = {"_FastPytree": fxir_export._FastPytree, "_NoRecompile": fxir_export._NoRecompile,
+            "_TORCH_FUNCTION_MODULES": fxir_export._TORCH_FUNCTION_MODULES}
+    slow = {"_FastPytree": Plain, "_NoRecompile": Plain, "_TORCH_FUNCTION_MODULES": (torch.nn.Module,)}
+
+    def build(which):
+        models._seed()
+        if which == "gpt":
+            return models.GPT(n_layers=8, embedding_dim=16, num_heads=2).eval(), \
+                (torch.randint(0, 1024, (1, 8)),)
+        m, args, _ = models.transformer_encoder()
+        return m, args
+    try:
+        for which in ("gpt", "encoder"):
+            texts, leaf = {}, {}
+            for path, names in (("fast", fast), ("plain", slow)):
+                for k, v in names.items():
+                    setattr(fxir_export, k, v)
+                for k in counts:
+                    counts[k] = 0
+                m, args = build(which)
+                # Functionalized: the encoder's fused kernel would be taken there.
+                texts[path] = fxir_export.export(m, args, os.path.join(d, "%s.fxir" % which),
+                                                 keep_inplace=False)
+                leaf[path] = counts["leaf"]
+                print("%s %s: code generated %d, mode entered %d"
+                      % (which, path, counts["codegen"], counts["mode"]))
+            print("%s: leaf tests under a tenth: %s, same text: %s, fused: %s"
+                  % (which, leaf["fast"] * 10 < leaf["plain"], texts["fast"] == texts["plain"],
+                     "_transformer_encoder_layer_fwd" in texts["fast"]))
+    finally:
+        for k, v in fast.items():
+            setattr(fxir_export, k, v)
+        for obj, attr, orig in saved:
+            setattr(obj, attr, orig)
+
+
 if __name__ == "__main__":
-    {"memory": memory, "names": names}[sys.argv[1]](sys.argv[2])
+    {"memory": memory, "names": names, "trace": trace}[sys.argv[1]](sys.argv[2])
