@@ -472,6 +472,60 @@ class _SpecializeDataDependent:
         return value
 
 
+class _MultiResultMeta:
+    """While active (real-mode tracing), a call with several results (a
+    tuple, or a Tensor[]) gets their metadata as it is traced: make_fx
+    records it on the getitem nodes only, and the printer wants each
+    result's type and the length of a Tensor[] on the call.  The metadata
+    is what torch.fx's ShapeProp would record running the graph again
+    (which cost the bridge as much as printing it): a tuple or list of
+    TensorMetadata, other values as they are, only when a tensor is among
+    them."""
+
+    def __enter__(self):
+        import torch.fx.experimental.proxy_tensor as pt
+        from torch.fx.passes.shape_prop import _extract_tensor_metadata
+        self.pt, self.orig = pt, pt.proxy_call
+        orig, getitem = self.orig, _operator_getitem()
+
+        def meta(v):
+            if isinstance(v, torch.Tensor):
+                return _extract_tensor_metadata(v)
+            if isinstance(v, (tuple, list)):
+                return type(v)(meta(x) for x in v) if type(v) in (tuple, list) else v
+            return v
+
+        def tensors(v):
+            return isinstance(v, torch.Tensor) or (
+                isinstance(v, (tuple, list)) and any(tensors(x) for x in v))
+
+        def proxy_call(mode, func, args, kwargs):
+            out = orig(mode, func, args, kwargs)
+            if type(out) in (tuple, list) and tensors(out):
+                for t in out:
+                    slot = pt.get_proxy_slot(t, mode.tracer, None) \
+                        if isinstance(t, torch.Tensor) else None
+                    node = getattr(getattr(slot, "proxy", None), "node", None)
+                    if (node is not None and node.target is getitem and node.args
+                            and isinstance(node.args[0], torch.fx.Node)
+                            and node.args[0].target is func):
+                        node.args[0].meta["tensor_meta"] = meta(out)
+                        break
+            return out
+
+        pt.proxy_call = proxy_call
+        return self
+
+    def __exit__(self, *exc):
+        self.pt.proxy_call = self.orig
+        return False
+
+
+def _operator_getitem():
+    import operator
+    return operator.getitem
+
+
 @functools.lru_cache(maxsize=None)
 def _short_path_cached(fn, source_root, sys_path):
     return _short_path_uncached(fn, source_root, sys_path)
@@ -1146,17 +1200,9 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     rnn = mode != "symbolic" and any(isinstance(m, _TORCH_FUNCTION_MODULES) for m in model.modules())
     with prov, _LinearNames(), _NativeDropout(), _FastPytree(), _NoRecompile(), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
+            (contextlib.nullcontext() if mode == "symbolic" else _MultiResultMeta()), \
             (_WholeRNNLayers() if rnn else contextlib.nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
-
-    if mode == "real":
-        # make_fx leaves multi-result nodes without metadata; ShapeProp
-        # records every result, including the length of Tensor[] results.
-        # It interprets the graph make_fx built, whose code matches it, so
-        # no recompile (which costs as much as printing the program).
-        from torch.fx.passes.shape_prop import ShapeProp
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
@@ -1270,7 +1316,16 @@ class _FastPytree:
             return out
 
         def map_only(ty, fn, tree):
-            return tmap(lambda x: fn(x) if isinstance(x, ty) else x, tree)
+            t = type(tree)
+            if t is tuple:
+                return tuple([map_only(ty, fn, c) for c in tree])
+            if t is list:
+                return [map_only(ty, fn, c) for c in tree]
+            if t is dict:
+                return {k: map_only(ty, fn, v) for k, v in tree.items()}
+            if is_leaf(tree):
+                return fn(tree) if isinstance(tree, ty) else tree
+            return orig["tree_map_only"](ty, fn, tree)
 
         def all_only(ty, pred, tree):
             return all(pred(x) for x in leaves(tree, []) if isinstance(x, ty))
@@ -1544,12 +1599,14 @@ def _reuse_weight_placeholders(gm, model, ph_by_key):
     the graph as get_attr constants; point those back at the placeholders."""
     def ident(t):
         return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
-    orig = {}
-    for k, t in list(model.named_parameters()) + list(model.named_buffers()):
-        orig.setdefault(ident(t), k)
+    orig = None
     for node in list(gm.graph.nodes):
         if node.op != "get_attr":
             continue
+        if orig is None:
+            orig = {}
+            for k, t in list(model.named_parameters()) + list(model.named_buffers()):
+                orig.setdefault(ident(t), k)
         t = _get_attr(gm, node.target)
         if isinstance(t, torch.Tensor) and ident(t) in orig:
             node.replace_all_uses_with(ph_by_key[orig[ident(t)]])

@@ -13,6 +13,10 @@
                                     did (pytree leaf tests, code generation,
                                     torch function mode calls) and whether
                                     the texts are the same
+    bridge_scale.py multimeta DIR   trace a module with calls of several
+                                    results; print whether the graph was run
+                                    again and whether the metadata the trace
+                                    recorded on them is what ShapeProp finds
 """
 import os
 import resource
@@ -151,5 +155,54 @@ def trace(d):
             setattr(obj, attr, orig)
 
 
+class Multi(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(4, 6, batch_first=True)
+        self.bn = torch.nn.BatchNorm1d(6)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        a, b = y.split([2, 4], dim=-1)
+        v, i = b.max(dim=-1)
+        t, ti = torch.topk(a, 1)
+        z = self.bn(y.transpose(1, 2))
+        return sum(torch.unbind(z, 0)), v, i, t, ti, h + c
+
+
+def multimeta(d):
+    from torch.fx.passes.shape_prop import ShapeProp
+    torch.manual_seed(0)
+    m = Multi().train()
+    x = torch.randn(3, 5, 4)
+    runs = [0]
+    orig_run = torch.fx.Interpreter.run
+
+    def run(self, *a, **kw):
+        runs[0] += 1
+        return orig_run(self, *a, **kw)
+    torch.fx.Interpreter.run = run
+    try:
+        ex = fxir_export._trace_make_fx(m, (x,), None, None, True)
+    finally:
+        torch.fx.Interpreter.run = orig_run
+    print("graph runs while tracing: %d" % runs[0])
+
+    def key(v):
+        if isinstance(v, (tuple, list)):
+            return tuple(key(e) for e in v)
+        return (tuple(v.shape), v.dtype) if hasattr(v, "dtype") else v
+    multi = {n: key(n.meta["tensor_meta"]) for n in ex.gm.graph.nodes
+             if isinstance(n.meta.get("tensor_meta"), (tuple, list))
+             and not hasattr(n.meta["tensor_meta"], "_fields")}
+    weights = [ex.weights[k] for n, (kind, k) in ex.placeholders.items() if kind != "input"]
+    with torch.no_grad():
+        ShapeProp(ex.gm).propagate(*[w.clone() for w in weights], x.clone())
+    again = {n: key(n.meta["tensor_meta"]) for n in multi}
+    print("calls of several results: %s" % sorted({str(n.target) for n in multi}))
+    print("same as ShapeProp: %s" % (multi == again))
+
+
 if __name__ == "__main__":
-    {"memory": memory, "names": names, "trace": trace}[sys.argv[1]](sys.argv[2])
+    {"memory": memory, "names": names, "trace": trace,
+     "multimeta": multimeta}[sys.argv[1]](sys.argv[2])
