@@ -1198,7 +1198,7 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     # whose fused fast path it keeps off (they take their fused kernels when
     # no torch function mode is active: _transformer_encoder_layer_fwd).
     rnn = mode != "symbolic" and any(isinstance(m, _TORCH_FUNCTION_MODULES) for m in model.modules())
-    with prov, _LinearNames(), _NativeDropout(), _FastPytree(), _NoRecompile(), \
+    with prov, _LinearNames(), _NativeDropout(), _FastPytree(), _NoRecompile(), _FastCreateArg(), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
             (contextlib.nullcontext() if mode == "symbolic" else _MultiResultMeta()), \
             (_WholeRNNLayers() if rnn else contextlib.nullcontext()):
@@ -1342,6 +1342,39 @@ class _FastPytree:
     def __exit__(self, *exc):
         for n, f in self.saved.items():
             setattr(self.pytree, n, f)
+        return False
+
+
+class _FastCreateArg:
+    """While active, make_fx's tracer turns the plain arguments of a call
+    (proxies, ints, floats, bools, strings, None, and tuples, lists and
+    string-keyed dicts of them) into node arguments directly, as torch.fx would after its checks
+    for parameters, tensors, modules and namedtuples (a parameter check is
+    a Python metaclass call per element); anything else goes to torch.fx."""
+
+    def __enter__(self):
+        from torch.fx.experimental.proxy_tensor import PythonKeyTracer
+        self.cls, self.orig = PythonKeyTracer, PythonKeyTracer.create_arg
+        orig, Proxy = self.orig, torch.fx.Proxy
+        plain = (int, float, bool, str, type(None))
+
+        def create_arg(tracer, a):
+            t = type(a)
+            if t is Proxy:
+                return a.node
+            if t in plain:
+                return a
+            if t is tuple or t is list:
+                return t(create_arg(tracer, e) for e in a)
+            if t is dict and all(type(k) is str for k in a):
+                return {k: create_arg(tracer, v) for k, v in a.items()}
+            return orig(tracer, a)
+
+        PythonKeyTracer.create_arg = create_arg
+        return self
+
+    def __exit__(self, *exc):
+        self.cls.create_arg = self.orig
         return False
 
 

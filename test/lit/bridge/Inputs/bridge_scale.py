@@ -104,7 +104,8 @@ def trace(d):
     import models
     import torch.utils._pytree as pytree
     from torch.fx.graph import Graph
-    counts = {"leaf": 0, "codegen": 0, "mode": 0}
+    from torch.fx.experimental.proxy_tensor import PythonKeyTracer
+    counts = {"leaf": 0, "codegen": 0, "mode": 0, "arg": 0}
 
     def counting(obj, attr, key):
         orig = getattr(obj, attr)
@@ -117,11 +118,14 @@ def trace(d):
 
     saved = [(pytree, "_is_leaf", counting(pytree, "_is_leaf", "leaf")),
              (Graph, "python_code", counting(Graph, "python_code", "codegen")),
+             (PythonKeyTracer, "create_arg", counting(PythonKeyTracer, "create_arg", "arg")),
              (fxir_export._WholeRNNLayers, "__enter__",
               counting(fxir_export._WholeRNNLayers, "__enter__", "mode"))]
     fast = {"_FastPytree": fxir_export._FastPytree, "_NoRecompile": fxir_export._NoRecompile,
+            "_FastCreateArg": fxir_export._FastCreateArg,
             "_TORCH_FUNCTION_MODULES": fxir_export._TORCH_FUNCTION_MODULES}
-    slow = {"_FastPytree": Plain, "_NoRecompile": Plain, "_TORCH_FUNCTION_MODULES": (torch.nn.Module,)}
+    slow = {"_FastPytree": Plain, "_NoRecompile": Plain, "_FastCreateArg": Plain,
+            "_TORCH_FUNCTION_MODULES": (torch.nn.Module,)}
 
     def build(which):
         models._seed()
@@ -132,7 +136,7 @@ def trace(d):
         return m, args
     try:
         for which in ("gpt", "encoder"):
-            texts, leaf = {}, {}
+            texts, leaf, arg = {}, {}, {}
             for path, names in (("fast", fast), ("plain", slow)):
                 for k, v in names.items():
                     setattr(fxir_export, k, v)
@@ -142,11 +146,13 @@ def trace(d):
                 # Functionalized: the encoder's fused kernel would be taken there.
                 texts[path] = fxir_export.export(m, args, os.path.join(d, "%s.fxir" % which),
                                                  keep_inplace=False)
-                leaf[path] = counts["leaf"]
+                leaf[path], arg[path] = counts["leaf"], counts["arg"]
                 print("%s %s: code generated %d, mode entered %d"
                       % (which, path, counts["codegen"], counts["mode"]))
-            print("%s: leaf tests under a tenth: %s, same text: %s, fused: %s"
-                  % (which, leaf["fast"] * 10 < leaf["plain"], texts["fast"] == texts["plain"],
+            print("%s: leaf tests under a tenth: %s, argument checks under a tenth: %s, "
+                  "same text: %s, fused: %s"
+                  % (which, leaf["fast"] * 10 < leaf["plain"], arg["fast"] * 10 < arg["plain"],
+                     texts["fast"] == texts["plain"],
                      "_transformer_encoder_layer_fwd" in texts["fast"]))
     finally:
         for k, v in fast.items():
