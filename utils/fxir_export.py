@@ -1305,7 +1305,10 @@ class _FastPytree:
             t = type(tree)
             if t is tuple or t is list:
                 for c in tree:
-                    leaves(c, out)
+                    if type(c) in plain:
+                        out.append(c)
+                    else:
+                        leaves(c, out)
             elif t is dict:
                 for c in tree.values():
                     leaves(c, out)
@@ -1315,12 +1318,16 @@ class _FastPytree:
                 out += orig["tree_flatten"](tree)[0]
             return out
 
+        plain = (int, float, bool, str, type(None))   # leaves, never mapped below
+
         def map_only(ty, fn, tree):
             t = type(tree)
             if t is tuple:
-                return tuple([map_only(ty, fn, c) for c in tree])
+                return tuple([c if type(c) in plain and not isinstance(c, ty)
+                              else map_only(ty, fn, c) for c in tree])
             if t is list:
-                return [map_only(ty, fn, c) for c in tree]
+                return [c if type(c) in plain and not isinstance(c, ty)
+                        else map_only(ty, fn, c) for c in tree]
             if t is dict:
                 return {k: map_only(ty, fn, v) for k, v in tree.items()}
             if is_leaf(tree):
