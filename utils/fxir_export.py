@@ -431,6 +431,21 @@ class _WholeRNNLayers(torch.overrides.TorchFunctionMode):
         return x, torch.cat(hs, 0)
 
 
+class _Patches:
+    """Base of the tracing contexts that replace attributes of torch while
+    active: __enter__ calls self.patch(owner, name, new), __exit__ puts
+    every original back."""
+
+    def patch(self, owner, name, new):
+        self.__dict__.setdefault("_saved", []).append((owner, name, getattr(owner, name)))
+        setattr(owner, name, new)
+
+    def __exit__(self, *exc):
+        for owner, name, old in reversed(self.__dict__.pop("_saved", [])):
+            setattr(owner, name, old)
+        return False
+
+
 class _SpecializeDataDependent:
     """While active (real-mode tracing only), an op whose result is data
     (`tensor.item()`, `int(t)`, `if t.sum() > 0`, `.tolist()`) returns the
@@ -472,7 +487,7 @@ class _SpecializeDataDependent:
         return value
 
 
-class _MultiResultMeta:
+class _MultiResultMeta(_Patches):
     """While active (real-mode tracing), a call with several results (a
     tuple, or a Tensor[]) gets their metadata as it is traced: make_fx
     records it on the getitem nodes only, and the printer wants each
@@ -485,8 +500,7 @@ class _MultiResultMeta:
     def __enter__(self):
         import torch.fx.experimental.proxy_tensor as pt
         from torch.fx.passes.shape_prop import _extract_tensor_metadata
-        self.pt, self.orig = pt, pt.proxy_call
-        orig, getitem = self.orig, _operator_getitem()
+        orig, getitem = pt.proxy_call, _operator_getitem()
 
         def meta(v):
             if isinstance(v, torch.Tensor):
@@ -513,12 +527,8 @@ class _MultiResultMeta:
                         break
             return out
 
-        pt.proxy_call = proxy_call
+        self.patch(pt, "proxy_call", proxy_call)
         return self
-
-    def __exit__(self, *exc):
-        self.pt.proxy_call = self.orig
-        return False
 
 
 def _operator_getitem():
@@ -1244,7 +1254,7 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     return ex
 
 
-class _FastPytree:
+class _FastPytree(_Patches):
     """While active, torch.utils._pytree's flatten and map functions take a
     fast path for the containers make_fx meets on every op (tuple, list,
     dict, leaves), with the same results.
@@ -1261,9 +1271,7 @@ class _FastPytree:
 
     def __enter__(self):
         import torch.utils._pytree as pytree
-        self.pytree = pytree
-        self.saved = {n: getattr(pytree, n) for n in self._NAMES}
-        orig = dict(self.saved)
+        orig = {n: getattr(pytree, n) for n in self._NAMES}
         nodes = pytree.SUPPORTED_NODES
         leaf_spec = pytree.LeafSpec()
         TreeSpec = pytree.TreeSpec
@@ -1341,18 +1349,12 @@ class _FastPytree:
             return any(pred(x) for x in leaves(tree, []) if isinstance(x, ty))
 
         assert tuple in nodes and list in nodes and dict in nodes
-        pytree.tree_flatten, pytree.tree_map = flatten, tmap
-        pytree.tree_map_only, pytree.tree_all_only, pytree.tree_any_only = \
-            map_only, all_only, any_only
+        for name, f in zip(self._NAMES, (flatten, tmap, map_only, all_only, any_only)):
+            self.patch(pytree, name, f)
         return self
 
-    def __exit__(self, *exc):
-        for n, f in self.saved.items():
-            setattr(self.pytree, n, f)
-        return False
 
-
-class _FastCreateArg:
+class _FastCreateArg(_Patches):
     """While active, make_fx's tracer turns the plain arguments of a call
     (proxies, ints, floats, bools, strings, None, and tuples, lists and
     string-keyed dicts of them) into node arguments directly, as torch.fx would after its checks
@@ -1361,8 +1363,7 @@ class _FastCreateArg:
 
     def __enter__(self):
         from torch.fx.experimental.proxy_tensor import PythonKeyTracer
-        self.cls, self.orig = PythonKeyTracer, PythonKeyTracer.create_arg
-        orig, Proxy = self.orig, torch.fx.Proxy
+        orig, Proxy = PythonKeyTracer.create_arg, torch.fx.Proxy
         plain = (int, float, bool, str, type(None))
 
         def create_arg(tracer, a):
@@ -1377,23 +1378,18 @@ class _FastCreateArg:
                 return {k: create_arg(tracer, v) for k, v in a.items()}
             return orig(tracer, a)
 
-        PythonKeyTracer.create_arg = create_arg
+        self.patch(PythonKeyTracer, "create_arg", create_arg)
         return self
 
-    def __exit__(self, *exc):
-        self.cls.create_arg = self.orig
-        return False
 
-
-class _NoRecompile:
+class _NoRecompile(_Patches):
     """While active, a GraphModule built does not generate and compile its
     Python code (make_fx builds one, and the bridge only reads its graph):
     the code is made on the module's first call instead."""
 
     def __enter__(self):
         from torch.fx.graph_module import GraphModule
-        self.cls, self.orig = GraphModule, GraphModule.recompile
-        orig = self.orig
+        orig = GraphModule.recompile
 
         def recompile(gm):
             def forward(self, *args, **kwargs):
@@ -1402,12 +1398,8 @@ class _NoRecompile:
             type(gm).forward = forward
             return None
 
-        GraphModule.recompile = recompile
+        self.patch(GraphModule, "recompile", recompile)
         return self
-
-    def __exit__(self, *exc):
-        self.cls.recompile = self.orig
-        return False
 
 
 class _NativeDropout:
