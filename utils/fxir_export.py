@@ -208,8 +208,11 @@ for _attr in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
         _ENUM_NAMES[_v] = _attr.lstrip("_")
 
 
+_PLAIN_NAME = re.compile(r"[0-9A-Za-z_.]+\Z")
+
+
 def _value_name(name):
-    if name and all(c.isalnum() and c.isascii() or c in "_." for c in name):
+    if _PLAIN_NAME.match(name):
         return "%" + name
     return "%" + _quote(name)
 
@@ -387,6 +390,10 @@ def _rnn_ops():
     return {getattr(torch._VF, n): (n, getattr(ops, n)) for n in _RNN_SCHEMAS}
 
 
+_TORCH_FUNCTION_MODULES = (torch.nn.RNNBase, torch.nn.MultiheadAttention,
+                           torch.nn.TransformerEncoder, torch.nn.TransformerEncoderLayer)
+
+
 class _WholeRNNLayers(torch.overrides.TorchFunctionMode):
     """While active, nn.LSTM/GRU/RNN calls on padded (not packed) input are
     recorded as one call a layer.  Not for projections (proj_size) or
@@ -425,6 +432,21 @@ class _WholeRNNLayers(torch.overrides.TorchFunctionMode):
         if name == "lstm":
             return x, torch.cat(hs, 0), torch.cat(cs, 0)
         return x, torch.cat(hs, 0)
+
+
+class _Patches:
+    """Base of the tracing contexts that replace attributes of torch while
+    active: __enter__ calls self.patch(owner, name, new), __exit__ puts
+    every original back."""
+
+    def patch(self, owner, name, new):
+        self.__dict__.setdefault("_saved", []).append((owner, name, getattr(owner, name)))
+        setattr(owner, name, new)
+
+    def __exit__(self, *exc):
+        for owner, name, old in reversed(self.__dict__.pop("_saved", [])):
+            setattr(owner, name, old)
+        return False
 
 
 class _SpecializeDataDependent:
@@ -468,6 +490,55 @@ class _SpecializeDataDependent:
                   "onnxc.cond, onnxc.while_loop or onnxc.fori_loop (docs/exporter.md)"
                   % (where, func.overloadpacket.__name__, value), file=sys.stderr)
         return value
+
+
+class _MultiResultMeta(_Patches):
+    """While active (real-mode tracing), a call with several results (a
+    tuple, or a Tensor[]) gets their metadata as it is traced: make_fx
+    records it on the getitem nodes only, and the printer wants each
+    result's type and the length of a Tensor[] on the call.  The metadata
+    is what torch.fx's ShapeProp would record running the graph again
+    (which cost the bridge as much as printing it): a tuple or list of
+    TensorMetadata, other values as they are, only when a tensor is among
+    them."""
+
+    def __enter__(self):
+        import torch.fx.experimental.proxy_tensor as pt
+        from torch.fx.passes.shape_prop import _extract_tensor_metadata
+        orig, getitem = pt.proxy_call, _operator_getitem()
+
+        def meta(v):
+            if isinstance(v, torch.Tensor):
+                return _extract_tensor_metadata(v)
+            if isinstance(v, (tuple, list)):
+                return type(v)(meta(x) for x in v) if type(v) in (tuple, list) else v
+            return v
+
+        def tensors(v):
+            return isinstance(v, torch.Tensor) or (
+                isinstance(v, (tuple, list)) and any(tensors(x) for x in v))
+
+        def proxy_call(mode, func, args, kwargs):
+            out = orig(mode, func, args, kwargs)
+            if type(out) in (tuple, list) and tensors(out):
+                for t in out:
+                    slot = pt.get_proxy_slot(t, mode.tracer, None) \
+                        if isinstance(t, torch.Tensor) else None
+                    node = getattr(getattr(slot, "proxy", None), "node", None)
+                    if (node is not None and node.target is getitem and node.args
+                            and isinstance(node.args[0], torch.fx.Node)
+                            and node.args[0].target is func):
+                        node.args[0].meta["tensor_meta"] = meta(out)
+                        break
+            return out
+
+        self.patch(pt, "proxy_call", proxy_call)
+        return self
+
+
+def _operator_getitem():
+    import operator
+    return operator.getitem
 
 
 @functools.lru_cache(maxsize=None)
@@ -669,27 +740,44 @@ def _op_name(target):
     raise ExportError("cannot name FX call target %r" % (target,))
 
 
-def _num_results(node, val):
-    """How many values a call produces: 0, 1 or n (a tuple or Tensor[])."""
-    t = node.target
-    schema = getattr(t, "_schema", None)
-    users_getitem = [u for u in node.users if u.op == "call_function"
-                     and u.target.__name__ == "getitem" and getattr(u.target, "__module__", "") in ("_operator", "operator")]
+def _num_results(node, val, returns):
+    """How many values a call produces: 0, 1 or n (a tuple or Tensor[]).
+    returns: _schema_info's count of schema results (None without a
+    schema, "list" for one list result)."""
     if _is_multi(val):
         return len(val), True
-    if schema is not None:
-        rets = schema.returns
-        if len(rets) == 0:
-            return 0, False
-        if len(rets) > 1:
-            return len(rets), True
-        if str(rets[0].type).startswith(("List[", "Tensor[]", "Tensor?[]")) or "[]" in str(rets[0].type):
-            n = 1 + max([u.args[1] for u in users_getitem] or [-1])
-            return n, True
-        return 1, False
+    if returns is not None and returns != "list":
+        return returns, returns > 1
+    users_getitem = [u for u in node.users if u.op == "call_function"
+                     and u.target.__name__ == "getitem" and getattr(u.target, "__module__", "") in ("_operator", "operator")]
+    if returns == "list":
+        return 1 + max([u.args[1] for u in users_getitem] or [-1]), True
     if users_getitem:
         return 1 + max(u.args[1] for u in users_getitem), True
     return 1, False
+
+
+def _schema_info(target):
+    """(the .fxir op name, {argument name: literal kind}, [kind of each
+    positional argument], the schema's result count or "list") of a call
+    target: the same for every node of that target."""
+    op = _op_name(target)
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return op, {}, [], None
+    kinds = {}
+    for a in schema.arguments:
+        ty = str(a.type)
+        kinds[a.name] = ("tensor" if "Tensor" in ty else "float" if "float" in ty
+                         else "string" if "str" in ty else "int")
+    pos_kinds = [kinds.get(a.name) for a in schema.arguments]
+    rets = schema.returns
+    ret = len(rets)
+    if ret == 1:
+        ty = str(rets[0].type)
+        if ty.startswith(("List[", "Tensor[]", "Tensor?[]")) or "[]" in ty:
+            ret = "list"
+    return op, kinds, pos_kinds, ret
 
 
 class _Printer:
@@ -700,6 +788,8 @@ class _Printer:
         self.lines = []
         self.frames = {}    # (file, line, function) -> its trace text
         self.traces = {}    # tuple of frames -> trace(...) text
+        self.scopes = {}    # tuple of (path, class) -> scope(...) text
+        self.targets = {}   # call target -> _schema_info(target)
         # Computed values that are outputs take the user's output names;
         # an output that is an input or is returned twice gets a copy.
         self.wanted = {}    # FX node -> output name
@@ -794,8 +884,13 @@ class _Printer:
         out = []
         scope = node.meta.get("fxir_scope")
         if scope is not None:
-            items = [("", ex.root_class)] + [s for s in scope if s[0] != ""]
-            out.append("scope(" + ", ".join("%s: %s" % (_quote(p), _quote(c)) for p, c in items) + ")")
+            key = tuple(scope)
+            text = self.scopes.get(key)
+            if text is None:
+                items = [("", ex.root_class)] + [s for s in scope if s[0] != ""]
+                text = "scope(" + ", ".join("%s: %s" % (_quote(p), _quote(c)) for p, c in items) + ")"
+                self.scopes[key] = text
+            out.append(text)
         frames = node.meta.get("fxir_frames")
         if frames:
             fn, line, _ = frames[-1]
@@ -1026,9 +1121,12 @@ class _Printer:
 
     def call(self, node, getitems):
         ex = self.ex
-        op = _op_name(node.target)
+        info = self.targets.get(node.target)
+        if info is None:
+            info = self.targets[node.target] = _schema_info(node.target)
+        op, kinds, pos_kinds, returns = info
         val = _node_types(node)
-        n, multi = _num_results(node, val)
+        n, multi = _num_results(node, val, returns)
         stat_copies = []
         # make_fx's training-mode batch norm updates the running statistics
         # in place, which the graph does not show: write torch.export's
@@ -1039,14 +1137,6 @@ class _Printer:
             op = "aten::_native_batch_norm_legit_functional"
         else:
             stats = ()
-        schema = getattr(node.target, "_schema", None)
-        kinds = {}
-        if schema is not None:
-            for a in schema.arguments:
-                ty = str(a.type)
-                kinds[a.name] = ("tensor" if "Tensor" in ty else "float" if "float" in ty
-                                 else "string" if "str" in ty else "int")
-        pos_kinds = [kinds.get(a.name) for a in schema.arguments] if schema is not None else []
         args = [self.arg(a, pos_kinds[i] if i < len(pos_kinds) else None)
                 for i, a in enumerate(node.args)]
         args += ["%s = %s" % (k, self.arg(v, kinds.get(k))) for k, v in node.kwargs.items()]
@@ -1251,20 +1341,17 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     # Symbolic tracing runs on fake tensors, which the whole-layer ops have
     # no kernel for: recurrent layers keep their per-step form there.
     control = sys.modules.get("onnxc.control")
-    with prov, _LinearNames(), _NativeDropout(), \
+    # The whole-layer mode sees every torch call (a Python round trip each):
+    # it is entered only when the model has a recurrent layer, or a module
+    # whose fused fast path it keeps off (they take their fused kernels when
+    # no torch function mode is active: _transformer_encoder_layer_fwd).
+    rnn = mode != "symbolic" and any(isinstance(m, _TORCH_FUNCTION_MODULES) for m in model.modules())
+    with prov, _LinearNames(), _NativeDropout(), _FastPytree(), _NoRecompile(), _FastCreateArg(), \
             (control.capturing() if control else contextlib.nullcontext()), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
-            (contextlib.nullcontext() if mode == "symbolic" else _WholeRNNLayers()):
+            (contextlib.nullcontext() if mode == "symbolic" else _MultiResultMeta()), \
+            (_WholeRNNLayers() if rnn else contextlib.nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
-
-    if mode == "real":
-        # make_fx leaves multi-result nodes without metadata; ShapeProp
-        # records every result, including the length of Tensor[] results.
-        # It interprets the graph make_fx built, whose code matches it, so
-        # no recompile (which costs as much as printing the program).
-        from torch.fx.passes.shape_prop import ShapeProp
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*example_weights(), *example_inputs())
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
@@ -1304,6 +1391,154 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     ex.outputs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     ex.gm = gm
     return ex
+
+
+class _FastPytree(_Patches):
+    """While active, torch.utils._pytree's flatten and map functions take a
+    fast path for the containers make_fx meets on every op (tuple, list,
+    dict, leaves), with the same results.
+
+    make_fx (torch 1.13) flattens each op's arguments five to seven times
+    with pytree, which asks for every element whether its type is a
+    namedtuple and builds a spec object per leaf: a third of the trace.
+    Here the kind of a type is looked up once, leaves share one spec (specs
+    are never mutated), and the map and predicate functions walk the
+    containers without building specs; any other container (a namedtuple,
+    an OrderedDict, FX's immutable ones) goes to the original function."""
+
+    _NAMES = ("tree_flatten", "tree_map", "tree_map_only", "tree_all_only", "tree_any_only")
+
+    def __enter__(self):
+        import torch.utils._pytree as pytree
+        orig = {n: getattr(pytree, n) for n in self._NAMES}
+        nodes = pytree.SUPPORTED_NODES
+        leaf_spec = pytree.LeafSpec()
+        TreeSpec = pytree.TreeSpec
+        leaf_types = {}   # type -> True when a pytree leaf
+
+        def is_leaf(x):
+            t = type(x)
+            r = leaf_types.get(t)
+            if r is None:
+                r = leaf_types[t] = pytree._is_leaf(x)
+            return r
+
+        def flatten(tree):
+            t = type(tree)
+            if t is tuple or t is list:
+                leaves, specs = [], []
+                for c in tree:
+                    f, sp = flatten(c)
+                    leaves += f
+                    specs.append(sp)
+                return leaves, TreeSpec(t, None, specs)
+            if t is not dict and is_leaf(tree):
+                return [tree], leaf_spec
+            return orig["tree_flatten"](tree)
+
+        def tmap(fn, tree):
+            t = type(tree)
+            if t is tuple:
+                return tuple([tmap(fn, c) for c in tree])
+            if t is list:
+                return [tmap(fn, c) for c in tree]
+            if t is dict:
+                return {k: tmap(fn, v) for k, v in tree.items()}
+            if is_leaf(tree):
+                return fn(tree)
+            return orig["tree_map"](fn, tree)
+
+        def leaves(tree, out):
+            t = type(tree)
+            if t is tuple or t is list:
+                for c in tree:
+                    if type(c) in plain:
+                        out.append(c)
+                    else:
+                        leaves(c, out)
+            elif t is dict:
+                for c in tree.values():
+                    leaves(c, out)
+            elif is_leaf(tree):
+                out.append(tree)
+            else:
+                out += orig["tree_flatten"](tree)[0]
+            return out
+
+        plain = (int, float, bool, str, type(None))   # leaves, never mapped below
+
+        def map_only(ty, fn, tree):
+            t = type(tree)
+            if t is tuple:
+                return tuple([c if type(c) in plain and not isinstance(c, ty)
+                              else map_only(ty, fn, c) for c in tree])
+            if t is list:
+                return [c if type(c) in plain and not isinstance(c, ty)
+                        else map_only(ty, fn, c) for c in tree]
+            if t is dict:
+                return {k: map_only(ty, fn, v) for k, v in tree.items()}
+            if is_leaf(tree):
+                return fn(tree) if isinstance(tree, ty) else tree
+            return orig["tree_map_only"](ty, fn, tree)
+
+        def all_only(ty, pred, tree):
+            return all(pred(x) for x in leaves(tree, []) if isinstance(x, ty))
+
+        def any_only(ty, pred, tree):
+            return any(pred(x) for x in leaves(tree, []) if isinstance(x, ty))
+
+        assert tuple in nodes and list in nodes and dict in nodes
+        for name, f in zip(self._NAMES, (flatten, tmap, map_only, all_only, any_only)):
+            self.patch(pytree, name, f)
+        return self
+
+
+class _FastCreateArg(_Patches):
+    """While active, make_fx's tracer turns the plain arguments of a call
+    (proxies, ints, floats, bools, strings, None, and tuples, lists and
+    string-keyed dicts of them) into node arguments directly, as torch.fx would after its checks
+    for parameters, tensors, modules and namedtuples (a parameter check is
+    a Python metaclass call per element); anything else goes to torch.fx."""
+
+    def __enter__(self):
+        from torch.fx.experimental.proxy_tensor import PythonKeyTracer
+        orig, Proxy = PythonKeyTracer.create_arg, torch.fx.Proxy
+        plain = (int, float, bool, str, type(None))
+
+        def create_arg(tracer, a):
+            t = type(a)
+            if t is Proxy:
+                return a.node
+            if t in plain:
+                return a
+            if t is tuple or t is list:
+                return t(create_arg(tracer, e) for e in a)
+            if t is dict and all(type(k) is str for k in a):
+                return {k: create_arg(tracer, v) for k, v in a.items()}
+            return orig(tracer, a)
+
+        self.patch(PythonKeyTracer, "create_arg", create_arg)
+        return self
+
+
+class _NoRecompile(_Patches):
+    """While active, a GraphModule built does not generate and compile its
+    Python code (make_fx builds one, and the bridge only reads its graph):
+    the code is made on the module's first call instead."""
+
+    def __enter__(self):
+        from torch.fx.graph_module import GraphModule
+        orig = GraphModule.recompile
+
+        def recompile(gm):
+            def forward(self, *args, **kwargs):
+                orig(self)   # installs the real forward on the class
+                return type(self).forward(self, *args, **kwargs)
+            type(gm).forward = forward
+            return None
+
+        self.patch(GraphModule, "recompile", recompile)
+        return self
 
 
 class _NativeDropout:
@@ -1535,12 +1770,14 @@ def _reuse_weight_placeholders(gm, model, ph_by_key):
     the graph as get_attr constants; point those back at the placeholders."""
     def ident(t):
         return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
-    orig = {}
-    for k, t in list(model.named_parameters()) + list(model.named_buffers()):
-        orig.setdefault(ident(t), k)
+    orig = None
     for node in list(gm.graph.nodes):
         if node.op != "get_attr":
             continue
+        if orig is None:
+            orig = {}
+            for k, t in list(model.named_parameters()) + list(model.named_buffers()):
+                orig.setdefault(ident(t), k)
         t = _get_attr(gm, node.target)
         if isinstance(t, torch.Tensor) and ident(t) in orig:
             node.replace_all_uses_with(ph_by_key[orig[ident(t)]])
