@@ -750,7 +750,9 @@ static int64_t static_numel(const Type *t)
 /* resize_(%x, [sizes]) with literal sizes and a static %x.  To as many
  * elements it is a shape change, a view(%x, sizes) of the same storage
  * (as transpose_); to fewer, the storage keeps its first elements:
- * view(slice(view(%x, [n]), 0, 0, k), sizes) is its new contents. */
+ * view(slice(view(%x, [n]), 0, 0, k), sizes) is its new contents.  To more
+ * it returns -1: the caller makes it the functional resize like any other
+ * in-place op (the library fills the new elements with zeros). */
 static int resize_inplace(Functionalize *f, Node *n, ValueId c0, Node *next)
 {
 	const Arg *size = n->nargs >= 2 ? &n->args[1] : NULL;
@@ -766,7 +768,7 @@ static int resize_inplace(Functionalize *f, Node *n, ValueId c0, Node *next)
 	if (m < 0)
 		return fail(f, n, "resize_ needs the tensor's static shape");
 	if (k > m)
-		return fail(f, n, "resize_ grows the tensor: its new elements would be uninitialized");
+		return -1;              /* grows: the functional resize, new elements zero */
 	if (k < m && st(f, c0)->base)
 		return fail(f, n, "resize_ to fewer elements of a view");
 	Arg sz = arg_copy(&f->m->arena, size);
@@ -819,8 +821,9 @@ static int visit(Functionalize *f, Node *n, Node *next)
 	rewrite_operands(f, n);
 	if (fname && !c0)
 		return fail(f, n, "an in-place op needs a tensor first argument");
-	if (fname && !strcmp(sym_str(fname), "resize"))
-		return resize_inplace(f, n, c0, next);
+	int rs = fname && !strcmp(sym_str(fname), "resize") ? resize_inplace(f, n, c0, next) : -1;
+	if (rs >= 0)
+		return rs;
 	/* A shape-changing in-place op writes nothing: its result (which later
 	 * nodes use for the tensor, as make_fx records them) is a new view of
 	 * the same storage, and views taken before keep their shapes. */
