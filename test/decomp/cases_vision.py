@@ -1,5 +1,6 @@
 """Cases of check_decomps.py for decomps/torchvision.fxir: torchvision's
-nms, roi_align and roi_pool, compared with torch.ops.torchvision.
+nms and roi_align, compared with torch.ops.torchvision; and the bicubic
+upsampling (decomps/nn.fxir) Keypoint R-CNN's heatmaps need.
 
 Boxes are drawn as detection models make them: (x1, y1, x2, y2) with
 x1 < x2 and y1 < y2, many of them overlapping (clustered corners, a few
@@ -105,5 +106,17 @@ def cases(m):
           id="roi_align-f64"),
         C("torchvision::roi_align", X("f32[2,3,10,12]"), Rois("f32[4,5]"), 1, 2, 3, 1, True,
           id="roi_align-int-scale"),
+    ])
+
+    # -- upsample_bicubic2d (decomps/nn.fxir): Keypoint R-CNN's heatmaps --
+    x = X("f32[2,3,5,6]")
+    A([
+        C("aten::upsample_bicubic2d.vec", x, [9, 13], False, None, id="upsample_bicubic2d.vec-size"),
+        C("aten::upsample_bicubic2d.vec", x, [9, 13], True, None, id="upsample_bicubic2d.vec-size-corners"),
+        C("aten::upsample_bicubic2d.vec", x, [3, 4], False, None, id="upsample_bicubic2d.vec-down"),
+        C("aten::upsample_bicubic2d.vec", x, None, False, [2.0, 1.5], id="upsample_bicubic2d.vec-scale"),
+        C("aten::upsample_bicubic2d.vec", x, None, True, [2.0, 1.5], id="upsample_bicubic2d.vec-scale-corners"),
+        C("aten::upsample_bicubic2d", x, [10, 14], False, id="upsample_bicubic2d"),
+        C("aten::upsample_bicubic2d", x, [7, 8], True, id="upsample_bicubic2d-corners"),
     ])
     return out
