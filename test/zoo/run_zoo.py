@@ -43,6 +43,22 @@ MAX_PARAMS = 62e6
 # failure message (a substring), so a model that starts failing differently
 # is reported as a new failure.
 KNOWN_FAILURES = {
+    # Detectors with random weights: a size PyTorch's run decided from the
+    # data (the boxes NMS keeps, the candidates of a class) is baked into
+    # the model, and ONNX Runtime's run, whose f32 rounding differs, puts a
+    # score or an IoU on the other side of a threshold or of another score
+    # (torchvision's nms and roi_align themselves match: test/decomp).
+    "fasterrcnn_resnet50_fpn": "while running ScatterND node",
+    "fasterrcnn_resnet50_fpn_v2": "while running ScatterND node",
+    "maskrcnn_resnet50_fpn": "while running ScatterND node",
+    "retinanet_resnet50_fpn_v2": "while running TopK node",
+    "ssd300_vgg16": "while running Gather node",
+    # They convert, but differ: Keypoint R-CNN's boxes, labels and scores
+    # match while the keypoints (and keypoint scores) of 12 of its 100
+    # detections do not; Mask R-CNN v2's outputs differ by up to 0.9.  Not
+    # yet explained.
+    "keypointrcnn_resnet50_fpn": "max diff",
+    "maskrcnn_resnet50_fpn_v2": "max diff",
     # HDemucs's STFT: no decomposition of hann_window (nor of stft) yet.
     "hdemucs": "no decomposition for aten::hann_window",
     # Tacotron2's prenet applies dropout in eval mode too
@@ -330,21 +346,28 @@ def run_one(spec, onnxc, workdir, r):
 
 def _order_ties(outs, like=None):
     """A detector's outputs with the detections of equal scores (runs of
-    the reference's sorted scores within 1e-6) put in one order, by label
-    and box: PyTorch's sort and topk leave the order of ties open (a random
-    head scores some boxes exactly alike), and so does ONNX."""
+    the reference's sorted scores each within the comparison's tolerance of
+    the next) put in one order, by label and box: PyTorch's sort and topk
+    leave the order of ties open (a random head scores some boxes exactly
+    alike), and scores the comparison takes as equal may come in either
+    order."""
     import numpy as np
+    sys.path.insert(0, os.path.join(REPO, "test", "e2e"))
+    import run_e2e as e2e
     like = like or outs
     k = next((i for i, o in enumerate(like) if o.ndim == 1 and o.dtype.kind == "f"), None)
     if k is None or any(o.shape[:1] != like[k].shape for o in outs[:k + 1]):
         return outs
     s, n = like[k], like[k].shape[0]
-    rows = [o.reshape(n, -1) for o in outs if o.shape[:1] == (n,) and o is not outs[k]]
-    keys = np.concatenate([np.round(r.astype(np.float64), 2) for r in rows], axis=1)
+    rows = [o.reshape(n, -1) for i, o in enumerate(outs) if o.shape[:1] == (n,) and i != k]
+    # Labels (exact) first, then boxes and the rest to 0.1.
+    rows.sort(key=lambda r: r.dtype.kind == "f")
+    keys = np.concatenate([np.round(r.astype(np.float64), 1) for r in rows], axis=1)
     perm = np.arange(n)
     start = 0
     for i in range(1, n + 1):
-        if i == n or abs(float(s[i]) - float(s[i - 1])) > 1e-6:
+        tol = e2e.TOLERANCE * max(1.0, abs(float(s[i - 1])))
+        if i == n or abs(float(s[i]) - float(s[i - 1])) > tol:
             run = perm[start:i]
             perm[start:i] = run[np.lexsort(keys[run].T[::-1])]
             start = i
