@@ -205,7 +205,7 @@ static Status leftover_graph(const GraphVisit *v, void *ctx)
 {
 	FILE *f = ctx;
 	for (const Node *n = v->g->first; n; n = n->next) {
-		if (n->domain != S_aten && n->domain != S__operator)
+		if (!node_is_torch(n))
 			continue;
 		fprintf(f, "| `%s::%s` | `%s:%u:%u` | ", sym_str(n->domain), sym_str(n->name), sym_str(n->loc.file),
 			n->loc.line, n->loc.col);

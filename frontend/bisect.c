@@ -259,7 +259,7 @@ Status bisect_after(Bisect *b, Module *m, const char *pass)
 	if (n) {
 		fprintf(stderr, "onnxc: bisect-accuracy: %-14s not evaluated: no runtime kernel for %s::%s (%s:%u:%u)%s\n",
 			pass, sym_str(n->domain), sym_str(n->name), sym_str(n->loc.file), n->loc.line, n->loc.col,
-			n->domain == S_aten ? ", ATen ops run once decompose has lowered them" : "");
+			node_is_torch(n) ? ", ATen ops run once decompose has lowered them" : "");
 		b->skipped++;
 		return OK;
 	}

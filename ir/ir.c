@@ -189,6 +189,16 @@ int arg_contains(const Arg *a, ArgKind k)
 	return 0;
 }
 
+int node_is_torch(const Node *n)
+{
+	if (n->domain == S_aten || n->domain == S__operator || n->domain == S_torchvision)
+		return 1;
+	for (uint32_t i = 0; n->domain != S_onnx && i < n->nargs; i++)
+		if (n->args[i].kind != A_VALUE && n->args[i].kind != A_NONE)
+			return 1;
+	return 0;
+}
+
 int node_has_subgraph(const Node *n)
 {
 	for (uint32_t i = 0; i < n->nargs; i++)

@@ -554,6 +554,12 @@ int node_has_flag(const Node *n, uint32_t flag);
 int arg_contains(const Arg *a, ArgKind k);
 /* Some argument or attribute of n is a subgraph (in a list or not). */
 int node_has_subgraph(const Node *n);
+/* A PyTorch call, for the decompose pass to lower: an op of PyTorch's
+ * namespaces (aten; _operator, the Python int arithmetic on sizes;
+ * torchvision), or of any other domain but onnx with a positional
+ * argument that is not a value (a custom op `torch.ops.NS.op`: no ONNX
+ * node has a literal input). */
+int node_is_torch(const Node *n);
 /* Copies a string / an argument (lists and strings deeply; tensors and
  * graphs are shared) into arena a. */
 Str str_copy(Arena *a, Str s);

@@ -191,7 +191,8 @@ const char *attr_kind_name(AttrKind k)
 	return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
-/* A linear scan: the table is small and only `onnxc check` asks. */
+/* A linear scan: the table is small, and only `onnxc check` and the
+ * decompose pass (for an int given to an attribute) ask. */
 AttrKind op_attr_kind(OpId op, Sym name)
 {
 	const char *s = sym_str(name);

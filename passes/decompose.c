@@ -1,7 +1,8 @@
 /* decompose.c - ATen ops become ONNX ops through the decomposition library.
  *
- * One walk over each graph.  A node in an ATen domain (aten, and _operator
- * for Python int arithmetic on sizes) is matched against the decompositions
+ * One walk over each graph.  A PyTorch call (node_is_torch: aten,
+ * _operator for Python int arithmetic on sizes, torchvision, custom ops
+ * with literal arguments) is matched against the decompositions
  * of its (domain, name): the module's own first, then the library (user
  * files, then built-ins); the first whose parameters bind the call's
  * arguments and whose guards hold wins.  Its body is copied before the
@@ -54,11 +55,6 @@ typedef struct Inst {
 	int result;                 /* $result of this copy, or -1 */
 	int widen;                  /* the returned node takes all call results */
 } Inst;
-
-static int is_aten_domain(Sym d)
-{
-	return d == S_aten || d == S__operator;
-}
 
 static const char *opname(const Node *n, char *buf, size_t sz)
 {
@@ -624,6 +620,9 @@ static void copy_kw(Inst *in, const Node *bn, Node *n, int *err)
 		Arg a = copy_arg(in, &bn->kw[i].val, use, err);
 		if (a.kind == A_NONE && bn->kw[i].val.kind == A_PARAM && use == USE_ATTR)
 			continue;
+		/* PyTorch takes an int for a float (spatial_scale = 1): ONNX does not. */
+		if (a.kind == A_INT && use == USE_ATTR && op_attr_kind(bn->op, bn->kw[i].name) == AK_FLOAT)
+			a = (Arg){ .kind = A_FLOAT, .u.f = (double)a.u.i };
 		n->kw[k++] = (Named){ bn->kw[i].name, a };
 	}
 	n->nkw = k;
@@ -844,7 +843,7 @@ static Status expand_nested(Decompose *x, Node **v, uint32_t n, int depth, DType
 {
 	for (uint32_t i = 0; i < n; i++) {
 		subst_node(x, v[i]);
-		if (is_aten_domain(v[i]->domain) && expand(x, v[i], depth + 1, dt) != OK)
+		if (node_is_torch(v[i]) && expand(x, v[i], depth + 1, dt) != OK)
 			return FAILED;
 	}
 	return OK;
@@ -945,7 +944,7 @@ static Status lower_graph(const GraphVisit *v, void *ctx)
 	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
 		subst_node(x, n);
-		if (is_aten_domain(n->domain) && expand(x, n, 0, DT_UNDEF) != OK)
+		if (node_is_torch(n) && expand(x, n, 0, DT_UNDEF) != OK)
 			return FAILED;
 	}
 	return OK;
@@ -1056,7 +1055,7 @@ static Status report_graph(const GraphVisit *v, void *ctx)
 	Report *r = ctx;
 	char buf[256];
 	for (const Node *n = v->g->first; n; n = n->next) {
-		if (!is_aten_domain(n->domain))
+		if (!node_is_torch(n))
 			continue;
 		char *args = describe_args(r->m, n);
 		diag_error(n->loc, "no decomposition for %s (arguments: %s)", opname(n, buf, sizeof buf), args);
@@ -1146,7 +1145,7 @@ static Status keep_custom(const GraphVisit *v, void *ctx)
 	Module *m = ctx;
 	char buf[256];
 	for (Node *n = v->g->first; n; n = n->next) {
-		if (!is_aten_domain(n->domain))
+		if (!node_is_torch(n))
 			continue;
 		diag_warning(n->loc, "no decomposition for %s; kept as a custom op", opname(n, buf, sizeof buf));
 		to_custom(m, n);
@@ -1160,7 +1159,7 @@ static Status no_aten(const GraphVisit *v, void *ctx)
 {
 	(void)ctx;
 	for (const Node *n = v->g->first; n; n = n->next)
-		if (is_aten_domain(n->domain))
+		if (node_is_torch(n))
 			return FAILED;
 	return OK;
 }

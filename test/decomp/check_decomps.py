@@ -1045,6 +1045,10 @@ A(cases_spectral.cases(sys.modules[__name__]))
 import cases_resample  # noqa: E402
 A(cases_resample.cases(sys.modules[__name__]))
 
+# -- torchvision's operators (decomps/torchvision.fxir): test/decomp/cases_vision.py --
+import cases_vision  # noqa: E402
+A(cases_vision.cases(sys.modules[__name__]))
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
@@ -1138,10 +1142,17 @@ class NoKernel(Skip):
 
 
 def torch_op(name):
-    """torch.ops.aten.X.overload, or a Python operator for `_operator::X`."""
+    """torch.ops.aten.X.overload, or a Python operator for `_operator::X`
+    (torch.ops.torchvision.X for `torchvision::X`)."""
     domain, rest = name.split("::", 1)
     if domain == "_operator":
         return getattr(operator, rest)
+    if domain == "torchvision":
+        try:
+            import torchvision  # noqa: F401 - registers torch.ops.torchvision
+            return getattr(torch.ops.torchvision, rest)
+        except (ImportError, AttributeError, RuntimeError):
+            raise Skip("no torchvision::%s in this installation" % rest)
     base, _, overload = rest.partition(".")
     try:
         packet = getattr(torch.ops.aten, base)
