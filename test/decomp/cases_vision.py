@@ -1,6 +1,7 @@
 """Cases of check_decomps.py for decomps/torchvision.fxir: torchvision's
 nms and roi_align, compared with torch.ops.torchvision; and the bicubic
-upsampling (decomps/nn.fxir) Keypoint R-CNN's heatmaps need.
+upsampling (decomps/resample.fxir) Keypoint R-CNN's heatmaps need, at
+their shapes.
 
 Boxes are drawn as detection models make them: (x1, y1, x2, y2) with
 x1 < x2 and y1 < y2, many of them overlapping (clustered corners, a few
@@ -108,15 +109,15 @@ def cases(m):
           id="roi_align-int-scale"),
     ])
 
-    # -- upsample_bicubic2d (decomps/nn.fxir): Keypoint R-CNN's heatmaps --
+    # -- upsample_bicubic2d (decomps/resample.fxir): Keypoint R-CNN's heatmaps --
     x = X("f32[2,3,5,6]")
     A([
-        C("aten::upsample_bicubic2d.vec", x, [9, 13], False, None, id="upsample_bicubic2d.vec-size"),
-        C("aten::upsample_bicubic2d.vec", x, [9, 13], True, None, id="upsample_bicubic2d.vec-size-corners"),
-        C("aten::upsample_bicubic2d.vec", x, [3, 4], False, None, id="upsample_bicubic2d.vec-down"),
-        C("aten::upsample_bicubic2d.vec", x, None, False, [2.0, 1.5], id="upsample_bicubic2d.vec-scale"),
-        C("aten::upsample_bicubic2d.vec", x, None, True, [2.0, 1.5], id="upsample_bicubic2d.vec-scale-corners"),
-        C("aten::upsample_bicubic2d", x, [10, 14], False, id="upsample_bicubic2d"),
-        C("aten::upsample_bicubic2d", x, [7, 8], True, id="upsample_bicubic2d-corners"),
+        C("aten::upsample_bicubic2d.vec", x, [9, 13], False, None, id="upsample_bicubic2d.vec-size-heatmap"),
+        C("aten::upsample_bicubic2d.vec", x, [9, 13], True, None, id="upsample_bicubic2d.vec-size-corners-heatmap"),
+        C("aten::upsample_bicubic2d.vec", x, [3, 4], False, None, id="upsample_bicubic2d.vec-down-heatmap"),
+        C("aten::upsample_bicubic2d.vec", x, None, False, [2.0, 1.5], id="upsample_bicubic2d.vec-scale-heatmap"),
+        C("aten::upsample_bicubic2d.vec", x, None, True, [2.0, 1.5], id="upsample_bicubic2d.vec-scale-corners-heatmap"),
+        C("aten::upsample_bicubic2d", x, [10, 14], False, id="upsample_bicubic2d-heatmap"),
+        C("aten::upsample_bicubic2d", x, [7, 8], True, id="upsample_bicubic2d-corners-heatmap"),
     ])
     return out
