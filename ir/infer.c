@@ -1386,7 +1386,8 @@ static void infer_onnx(Infer *I, const Node *n, Type **out)
 			} else if (t && t->kind == TY_TENSOR) {
 				if (shaped(t) && t->rank < MAXR) {
 					d[0] = UNK;
-					memcpy(d + 1, t->dims, sizeof *d * (size_t)t->rank);
+					if (t->rank > 0)
+						memcpy(d + 1, t->dims, sizeof *d * (size_t)t->rank);
 				}
 				out[i] = mk(I, t->dtype, shaped(t) && t->rank < MAXR ? t->rank + 1 : -1, d);
 			}
