@@ -762,22 +762,6 @@ static void graph_inputs(Writer *w, const Graph *g, Onnx__GraphProto *p)
 	}
 }
 
-/* A subgraph output the subgraph does not define (an outer value returned
- * as it is). */
-static int outer_output(Module *m, const Graph *g, ValueId id)
-{
-	const Value *v = val(m, id);
-	if (!g->parent || (v->kind == VK_NODE && v->def && v->def->graph == g))
-		return 0;
-	for (uint32_t i = 0; i < g->nin; i++)
-		if (g->in[i] == id)
-			return 0;
-	for (uint32_t i = 0; i < g->inits.n; i++)
-		if (g->inits.v[i] == id)
-			return 0;
-	return 1;
-}
-
 /* A value returned twice gets an Identity per repeat: ONNX output names
  * must be distinct.  So does a subgraph's output that is an outer value:
  * ONNX Runtime refuses a body that returns one directly. */
@@ -787,7 +771,8 @@ static const char *output_name(Writer *w, const Graph *g, uint32_t i, NodeVec *n
 	uint32_t j = 0;
 	while (j < i && g->out[j] != g->out[i])
 		j++;
-	if (j == i && !outer_output(w->m, g, g->out[i]))
+	int outer = g->parent && !graph_defines(w->m, g, g->out[i]);
+	if (j == i && !outer)
 		return name;
 	Onnx__NodeProto *id = NEW(w, Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
 	id->op_type = "Identity";

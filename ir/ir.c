@@ -210,6 +210,20 @@ int node_has_subgraph(const Node *n)
 	return 0;
 }
 
+int graph_defines(Module *m, const Graph *g, ValueId v)
+{
+	const Value *x = val(m, v);
+	if (x->kind == VK_NODE)
+		return x->def && x->def->graph == g;
+	for (uint32_t i = 0; i < g->nin; i++)
+		if (g->in[i] == v)
+			return 1;
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (g->inits.v[i] == v)
+			return 1;
+	return 0;
+}
+
 const Named *node_kw(const Node *n, Sym name)
 {
 	for (uint32_t i = 0; i < n->nkw; i++)

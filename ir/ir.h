@@ -554,6 +554,10 @@ int node_has_flag(const Node *n, uint32_t flag);
 int arg_contains(const Arg *a, ArgKind k);
 /* Some argument or attribute of n is a subgraph (in a list or not). */
 int node_has_subgraph(const Node *n);
+/* v is defined in g itself: a result of one of g's nodes, one of its
+ * inputs or params/consts (not a value of an enclosing graph, nor one
+ * defined inside a subgraph of g). */
+int graph_defines(Module *m, const Graph *g, ValueId v);
 /* A PyTorch call, for the decompose pass to lower: an op of PyTorch's
  * namespaces (aten; _operator, the Python int arithmetic on sizes;
  * torchvision), or of any other domain but onnx with a positional

@@ -1019,20 +1019,6 @@ static void finish_graph(Functionalize *f)
  * scope changed is restored when it ends (touch saves it), so each
  * subgraph costs its own size. */
 
-static int defined_in(Functionalize *f, const Graph *g, ValueId v)
-{
-	const Value *x = val(f->m, v);
-	if (x->kind == VK_NODE)
-		return x->def && x->def->graph == g;
-	for (uint32_t i = 0; i < g->nin; i++)
-		if (g->in[i] == v)
-			return 1;
-	for (uint32_t i = 0; i < g->inits.n; i++)
-		if (g->inits.v[i] == v)
-			return 1;
-	return 0;
-}
-
 static int first_time(Functionalize *f, ValueId v)
 {
 	if (f->mark[v] == f->epoch)
@@ -1069,7 +1055,7 @@ static void walk_sub(Functionalize *f, Graph *s, const ValueId *pre, const Value
 	for (uint32_t i = start; i < f->log.n; i++) {      /* the first save is the oldest */
 		ValueId v = f->log.v[i].v;
 		if (!first_time(f, v) || f->st[v].base || f->st[v].ver == f->log.v[i].old.ver ||
-		    defined_in(f, s, v))
+		    graph_defines(f->m, s, v))
 			continue;
 		out->root[out->n] = v;
 		out->ver[out->n++] = current(f, v, NULL);
@@ -1085,7 +1071,7 @@ static void walk_sub(Functionalize *f, Graph *s, const ValueId *pre, const Value
  * define it (ONNX subgraphs may not return an outer value as is). */
 static ValueId own_value(Functionalize *f, Graph *g, ValueId v, const Node *like)
 {
-	if (defined_in(f, g, v))
+	if (graph_defines(f->m, g, v))
 		return v;
 	Graph *keep = f->g;
 	f->g = g;

@@ -300,6 +300,10 @@ static Status run_sub(Run *r, const Graph *g, RTensor *const *args, uint32_t nar
 			s = FAILED;
 		}
 	}
+	for (uint32_t i = 0; s != OK && i < g->nout; i++) {
+		rt_free(outs[i]);
+		outs[i] = NULL;
+	}
 	for (uint32_t i = 0; i < g->nin; i++) {
 		rt_free(r->vals[g->in[i]]);
 		r->vals[g->in[i]] = NULL;
