@@ -807,8 +807,12 @@ static Type *infer_dft(Infer *I, const Node *n, const Type *x)
 	d[x->rank - 1] = stat(2);
 	int64_t ax, len;
 	int k = ints_attr_or_input(I, n, "axis", 2, &ax, 1);
-	if (k != 1 && (operand(n, 2) || node_kw(n, S("axis"))))
-		return mk(I, dt, x->rank, (Dim[MAXR]){ UNK, UNK, UNK, UNK, UNK, UNK, UNK, UNK });
+	if (k != 1 && (operand(n, 2) || node_kw(n, S("axis")))) {
+		/* an axis that is not a constant: which dim changes is not known */
+		for (int32_t i = 0; i < x->rank - 1; i++)
+			d[i] = UNK;
+		return mk(I, dt, x->rank, d);
+	}
 	if (k != 1)
 		ax = opsets_onnx(&I->m->opsets, 18) >= 20 ? -2 : 1;
 	int32_t a;
