@@ -33,7 +33,10 @@
  * for dce to remove when nothing else reads them.  A value that is a graph,
  * function or subgraph output is never replaced (output names are the
  * interface); such a node may still have its operand rewritten in place,
- * keeping its name and provenance.  Shape rules need known ranks on both
+ * keeping its name and provenance.  When the output r = op(x) reads x's
+ * data and x is read by nothing else and made in the same graph, x's node
+ * makes r itself and op goes (hand_outputs: `return x * 1` is one node
+ * less).  Shape rules need known ranks on both
  * sides; a value without a type, or an unknown dim (`?`), is never assumed
  * to match.
  *
@@ -50,6 +53,8 @@ typedef struct Simplify {
 	Rewriter rw;                /* what to read instead */
 	ValueId *src;               /* by ValueId: start of its reshape chain (VNONE: itself) */
 	uint8_t *is_out;            /* by ValueId: a graph, function or subgraph output */
+	ValueId *keep;              /* outputs that read the same data as another value, */
+	uint32_t nkeep, capkeep;    /* in pairs (output, that value): see hand_outputs */
 } Simplify;
 
 /* ---- facts about values ---------------------------------------------- */
@@ -113,11 +118,22 @@ static const Arg *int_list(const Node *n, Sym name)
 
 /* ---- the rules --------------------------------------------------------- */
 
-/* r reads the same data as x: later uses of r read x, unless r is an output. */
+/* r reads the same data as x: later uses of r read x.  An output keeps
+ * its value; the pair is noted for hand_outputs. */
 static void replace(Simplify *s, ValueId r, ValueId x)
 {
-	if (r && x && !s->is_out[r])
+	if (!r || !x)
+		return;
+	if (!s->is_out[r]) {
 		rw_set(&s->rw, r, x);
+		return;
+	}
+	if (s->nkeep + 2 > s->capkeep) {
+		s->capkeep = s->capkeep ? 2 * s->capkeep : 16;
+		s->keep = xrealloc(s->keep, s->capkeep * sizeof *s->keep);
+	}
+	s->keep[s->nkeep++] = r;
+	s->keep[s->nkeep++] = x;
 }
 
 /* Cast's result dtype is `to`, CastLike's that of its second operand; the
@@ -314,11 +330,48 @@ static Status simplify_graph(const GraphVisit *v, void *ctx)
 	return OK;
 }
 
+/* An output r = op(x) that reads x's data, x an operand of that node only
+ * and made by a node d of the same graph: d makes r itself and the node
+ * goes (the output keeps its name, d its provenance).  Uses are counted
+ * after the walk, so they include every operand it rewrote. */
+static void hand_outputs(Simplify *s)
+{
+	if (!s->nkeep)
+		return;
+	uint32_t *uses = module_use_counts(s->m, WALK_PROGRAM);
+	for (uint32_t i = 0; i < s->nkeep; i += 2) {
+		ValueId r = s->keep[i], x = s->keep[i + 1];
+		Node *n = def_of(s->m, r), *d = def_of(s->m, x);
+		if (!n || !d || d == n || d->graph != n->graph || uses[x] != 1 || s->is_out[x] ||
+		    !may_follow(s, n, x))
+			continue;
+		uint32_t k = 0;
+		while (k < n->nargs && operand(n, k) != x)
+			k++;
+		int alone = k < n->nargs;
+		for (uint32_t j = 0; j < n->nres; j++)
+			alone &= n->res[j] == r || !n->res[j] || !uses[n->res[j]];
+		if (!alone)
+			continue;
+		Value *vx = val(s->m, x), *vr = val(s->m, r);
+		d->res[vx->res] = r;
+		vr->def = d;
+		vr->res = vx->res;
+		vx->def = NULL;
+		uses[x] = 0;
+		node_remove(n->graph, n);
+	}
+	free(uses);
+}
+
 /* Graph outputs are never replaced, so they need no rewriting. */
 Status pass_simplify(Module *m, const PassOptions *opt)
 {
-	Simplify s = { m, opt->outline, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m) };
+	Simplify s = { m, opt->outline, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m),
+		       NULL, 0, 0 };
 	module_walk(m, WALK_PROGRAM, simplify_graph, &s);
+	hand_outputs(&s);
+	free(s.keep);
 	rw_free(&s.rw);
 	free(s.src);
 	free(s.is_out);
