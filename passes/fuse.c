@@ -29,7 +29,7 @@
  *       W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + bias[c],
  *       s = scale / sqrt(var + epsilon).
  *       The same after a ConvTranspose, whose weight [C, M/group, k...]
- *       scales along dim 1 within each group (out_channel below).  A Conv
+ *       scales along dim 1 within each group (out_channel below).  A
  *       weight of MAPPED_SLICE bytes or more is streamed (conv_bn_streamed).
  *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
  *       or the attribute (before).)
@@ -310,20 +310,23 @@ static void become_conv(Fuse *f, Node *bn, const Node *conv, ValueId nw, ValueId
 	f->uses[conv->res[0]]--;
 }
 
-/* A Conv weight of MAPPED_SLICE bytes or more is not read whole: W' is
- * written to a temporary file a band of output channels at a time, from
- * the weight's own bytes (the weights file's mapping), and mapped back
- * (as fold does with a large Transpose); B' and the statistics are small.
- * 1 if done. */
-static int conv_bn_streamed(Fuse *f, Graph *g, Node *bn, const Node *conv)
+/* A Conv or ConvTranspose (tr) weight of MAPPED_SLICE bytes or more is
+ * not read whole: W' is written to a temporary file a band of rows at a
+ * time (rt_scale_rows_to_fd), from the weight's own bytes (the weights
+ * file's mapping), and mapped back (as fold does with a large Transpose);
+ * B' and the statistics are small.  1 if done. */
+static int conv_bn_streamed(Fuse *f, Graph *g, Node *bn, const Node *conv, int tr, int64_t group)
 {
 	ValueId wv = operand(conv, 1);
 	const Type *tw = fuse_static_type(f, wv);
 	int64_t numel = tw ? type_numel(tw) : -1;
 	if (!tw || tw->rank < 2 || numel <= 0 || !is_float(tw) || dtype_bits((DType)tw->dtype) % 8 ||
-	    tensor_nbytes((DType)tw->dtype, numel) < MAPPED_SLICE)
+	    tensor_nbytes((DType)tw->dtype, numel) < MAPPED_SLICE || (tr && tw->dims[0].v % group))
 		return 0;
-	int64_t m = tw->dims[0].v;
+	/* rows: one a channel of dim 0 (Conv) or of dims 0 and 1 (ConvTranspose) */
+	int64_t m = tr ? tw->dims[1].v * group : tw->dims[0].v;
+	int64_t rows = tr ? tw->dims[0].v * tw->dims[1].v : m;
+	int64_t inner = tr ? tw->dims[1].v : m, reps = tr ? tw->dims[0].v / group : 1;
 	size_t nbytes = 0;
 	diag_mute(1);
 	RTensor *b = operand(conv, 2) ? rt_value_tensor(&f->weights, operand(conv, 2)) : NULL, *st[4];
@@ -340,7 +343,7 @@ static int conv_bn_streamed(Fuse *f, Graph *g, Node *bn, const Node *conv)
 		sc[c] = rt_get_f(st[0], c) / sqrt(rt_get_f(st[3], c) + eps);
 	int fd = ok ? mapped_tmp() : -1;
 	const uint8_t *p = NULL;
-	if (fd >= 0 && rt_scale_rows_to_fd(&f->weights, src, (DType)tw->dtype, m, numel / m, sc, fd) == OK)
+	if (fd >= 0 && rt_scale_rows_to_fd(&f->weights, src, (DType)tw->dtype, rows, numel / rows, sc, inner, reps, fd) == OK)
 		p = mapped_fd(f->m, fd, nbytes);
 	else if (fd >= 0)
 		close(fd);
@@ -370,7 +373,7 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 	int64_t group = conv ? fuse_attr_int(conv, "group", 1) : 0;
 	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
 		return;
-	if (!tr && conv_bn_streamed(f, g, bn, conv))
+	if (conv_bn_streamed(f, g, bn, conv, tr, group))
 		return;
 	diag_mute(1);
 	RTensor *w = rt_value_tensor(&f->weights, operand(conv, 1));

@@ -119,10 +119,14 @@ void rt_weights_release(RtWeights *w, const void *p, size_t n);
  * releasing each band of src once read; FAILED if a write fails. */
 Status rt_transpose_to_fd(RtWeights *w, const uint8_t *src, int64_t rows, int64_t cols, size_t esize, int fd);
 /* The same streaming for the rows x cols matrix at src (dtype dt) with
- * row r multiplied by scale[r] (computed in double): a BatchNormalization
- * folded into a large Conv weight, one output channel a row. */
+ * row r multiplied by scale[r / (inner * reps) * inner + r % inner]
+ * (computed in double): a BatchNormalization folded into a large weight.
+ * A Conv weight [M, ...] is one output channel a row (inner = rows, reps =
+ * 1); a ConvTranspose weight [C, M/group, k...] is C * M/group rows whose
+ * output channel is the row's within its input channel's group (inner =
+ * M/group, reps = C/group). */
 Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t rows, int64_t cols, const double *scale,
-			   int fd);
+			   int64_t inner, int64_t reps, int fd);
 
 /* ---- interp.c: running a graph, and what kernels ask of their node --------- */
 /* A kernel reads its node's attributes through the context and reports

@@ -70,7 +70,7 @@ Status rt_transpose_to_fd(RtWeights *w, const uint8_t *src, int64_t rows, int64_
 }
 
 Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t rows, int64_t cols, const double *scale,
-			   int fd)
+			   int64_t inner, int64_t reps, int fd)
 {
 	size_t es = (size_t)dtype_bits(dt) / 8, row = (size_t)cols * es;
 	int64_t band = row && row < MAPPED_SLICE ? (int64_t)(MAPPED_SLICE / row) : 1;
@@ -79,11 +79,13 @@ Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t r
 	for (int64_t r0 = 0; r0 < rows && st == OK; r0 += band) {
 		int64_t nb = rows - r0 < band ? rows - r0 : band;
 		const uint8_t *in = src + (size_t)r0 * row;
-		for (int64_t r = 0; r < nb; r++)
+		for (int64_t r = 0; r < nb; r++) {
+			double k = scale[(r0 + r) / (inner * reps) * inner + (r0 + r) % inner];
 			for (int64_t c = 0; c < cols; c++) {
 				size_t i = (size_t)(r * cols + c);
-				tensor_put(dt, buf, i, tensor_get_f(dt, in, i) * scale[r0 + r], 0, 0);
+				tensor_put(dt, buf, i, tensor_get_f(dt, in, i) * k, 0, 0);
 			}
+		}
 		if (write_at(fd, buf, (size_t)nb * row, (size_t)r0 * row) != 0)
 			st = FAILED;
 		rt_weights_release(w, in, (size_t)nb * row);
