@@ -492,6 +492,24 @@ class _SpecializeDataDependent:
         return value
 
 
+class _TracingBatchedNms(_Patches):
+    """While active (real-mode tracing), torchvision's batched_nms takes the
+    path it takes under torch.jit.trace: one NMS over the boxes offset by
+    class, so that boxes of two classes never overlap.  Its other path,
+    taken on the CPU past 4000 box coordinates, runs one NMS a class of
+    `torch.unique(idxs)`: a Python loop whose trip count and class ids the
+    trace would bake in from the example, and whose results ONNX Runtime's
+    run would not meet when its rounding keeps another set of classes.
+    Both paths keep the same boxes."""
+
+    def __enter__(self):
+        boxes = sys.modules.get("torchvision.ops.boxes")
+        trick = getattr(boxes, "_batched_nms_coordinate_trick", None)
+        if trick is not None and hasattr(boxes, "_batched_nms_vanilla"):
+            self.patch(boxes, "_batched_nms_vanilla", trick)
+        return self
+
+
 class _MultiResultMeta(_Patches):
     """While active (real-mode tracing), a call with several results (a
     tuple, or a Tensor[]) gets their metadata as it is traced: make_fx
@@ -1350,6 +1368,7 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
             (control.capturing() if control else contextlib.nullcontext()), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
             (contextlib.nullcontext() if mode == "symbolic" else _MultiResultMeta()), \
+            (contextlib.nullcontext() if mode == "symbolic" else _TracingBatchedNms()), \
             (_WholeRNNLayers() if rnn else contextlib.nullcontext()):
         gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
 

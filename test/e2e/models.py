@@ -397,6 +397,32 @@ def out_variants():
     return OutVariants().eval(), (torch.randn(4, 6),), None
 
 
+# -- torchvision's batched NMS past its loop threshold ------------------------------
+
+class BatchedNms(nn.Module):
+    """1200 boxes (4800 coordinates, past the 4000 where torchvision's
+    batched_nms runs one NMS a class present, a Python loop over
+    torch.unique): the bridge keeps one NMS over class-offset boxes, so
+    inputs with another set of classes give PyTorch's result too."""
+
+    def forward(self, boxes, scores, idxs):
+        import torchvision
+        keep = torchvision.ops.batched_nms(boxes, scores, idxs, 0.5)
+        return keep, scores[keep], boxes[keep]
+
+
+def _nms_inputs(seed, classes):
+    g = torch.Generator().manual_seed(seed)
+    xy = torch.rand(1200, 2, generator=g) * 100
+    wh = torch.rand(1200, 2, generator=g) * 30 + 1
+    return (torch.cat([xy, xy + wh], 1), torch.rand(1200, generator=g),
+            classes[torch.randint(0, len(classes), (1200,), generator=g)])
+
+
+def batched_nms():
+    return BatchedNms().eval(), _nms_inputs(0, torch.tensor([0, 1, 2, 3, 4])), None
+
+
 # name -> builder, in the order the tests run
 ZOO = {
     "llm": llm,
@@ -429,6 +455,7 @@ ZOO = {
     "while_loop": while_loop,
     "cond_inplace": cond_inplace,
     "out_variants": out_variants,
+    "batched_nms": batched_nms,
 }
 
 # Models whose export the installed PyTorch may not manage (an older
@@ -446,4 +473,7 @@ EXTRA_INPUTS = {
     "fori_loop": lambda: [(torch.randn(2, 8), torch.tensor(0)), (torch.randn(2, 8), torch.tensor(7))],
     "while_loop": lambda: [(torch.tensor([1.0, 1.0, 1.0]),), (torch.tensor([400.0, 1e-3, 7.0]),)],
     "cond_inplace": lambda: [(torch.randn(2, 5), -torch.rand(2, 5))],
+    # other boxes, classes that the example has not (and not all it has)
+    "batched_nms": lambda: [_nms_inputs(1, torch.tensor([2, 7, 9])),
+                            _nms_inputs(2, torch.tensor([0, 1, 2, 3, 4, 5, 6, 7]))],
 }
