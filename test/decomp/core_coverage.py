@@ -10,6 +10,7 @@ NumPy reference).
 
     /usr/bin/python3 test/decomp/core_coverage.py            # counts, then the gaps
     /usr/bin/python3 test/decomp/core_coverage.py --write    # regenerate docs/coverage.md
+                                                             # (its models section from docs/zoo.md)
     /usr/bin/python3 test/decomp/core_coverage.py --check    # exit 1 if docs/coverage.md or
                                                              # README.md's counts are stale
 
@@ -28,6 +29,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 LIST = os.path.join(HERE, "core_aten.txt")
 DOC = os.path.join(REPO, "docs", "coverage.md")
 README = os.path.join(REPO, "README.md")
+ZOO = os.path.join(REPO, "docs", "zoo.md")
 sys.path.insert(0, HERE)
 
 
@@ -123,7 +125,40 @@ def table(data):
     if missing:
         out += ["", "Not decomposed:", ""]
         out += ["- `%s`: %s" % (op, NOT_DONE.get(op, "not written yet")) for op in missing]
+    out += zoo_rows()
     return "\n".join(out) + "\n"
+
+
+def zoo_rows():
+    """The models section: the counts of the last zoo run (docs/zoo.md's
+    last line, `N passed, N failed, N skipped`)."""
+    try:
+        lines = open(ZOO, encoding="utf-8").read().split("\n")
+    except OSError:
+        return []
+    last = next((l for l in reversed(lines) if l.strip()), "")
+    m = re.match(r"(\d+) passed, (\d+) failed, (\d+) skipped$", last.strip())
+    if not m:
+        return []
+    ok, bad, skip = map(int, m.groups())
+    run = ok + bad + skip
+    return [
+        "",
+        "## Models",
+        "",
+        "The last run of the zoo sweep ([zoo.md](zoo.md), `test/zoo/run_zoo.py`):",
+        "torchvision's classification, segmentation, video and detection builders",
+        "and torchaudio's models, through the bridge and `onnxc -O2`, run in ONNX",
+        "Runtime and compared with PyTorch.  A known failure is a model of the",
+        "script's `KNOWN_FAILURES`, failing for the reason given there.",
+        "",
+        "| | models |",
+        "|---|---|",
+        "| run | %d |" % run,
+        "| pass | %d (%.1f%%) |" % (ok, 100.0 * ok / run if run else 0.0),
+        "| fail | %d |" % bad,
+        "| known failures | %d |" % skip,
+    ]
 
 
 def counts(data):
