@@ -5,6 +5,8 @@
  *   Cast(x, to=T), CastLike(x, y)                -> x   when x is already T
  *   Reshape/Squeeze/Unsqueeze/Flatten/Expand(x)  -> x   when x's shape is
  *                                                       the result's
+ *   Concat(x)                                    -> x   (one operand: a copy;
+ *                                                       torch.cat([x]))
  *   r = Reshape(y, s), y a chain of Reshape/Squeeze/Unsqueeze/Flatten of x,
  *       s a constant without 0 entries           -> Reshape(x, s) in place
  *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
@@ -301,6 +303,10 @@ static void simplify_node(Simplify *s, Node *n)
 		break;
 	case OP_ONNX_Expand:
 		if (same_shape(s, x, r))
+			replace(s, r, x);
+		break;
+	case OP_ONNX_Concat:
+		if (n->nargs == 1 && same_shape(s, x, r))
 			replace(s, r, x);
 		break;
 	case OP_ONNX_Transpose:
