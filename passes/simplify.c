@@ -5,8 +5,10 @@
  *   Cast(x, to=T), CastLike(x, y)                -> x   when x is already T
  *   Reshape/Squeeze/Unsqueeze/Flatten/Expand(x)  -> x   when x's shape is
  *                                                       the result's
- *   Concat(x)                                    -> x   (one operand: a copy;
- *                                                       torch.cat([x]))
+ *   Concat/Max/Min/Sum/Mean(x)                   -> x   (one operand: a copy;
+ *                                                       torch.cat([x]), the
+ *                                                       decompositions' Max of
+ *                                                       an index list)
  *   r = Reshape(y, s), y a chain of Reshape/Squeeze/Unsqueeze/Flatten of x,
  *       s a constant without 0 entries           -> Reshape(x, s) in place
  *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
@@ -306,6 +308,10 @@ static void simplify_node(Simplify *s, Node *n)
 			replace(s, r, x);
 		break;
 	case OP_ONNX_Concat:
+	case OP_ONNX_Max:
+	case OP_ONNX_Min:
+	case OP_ONNX_Sum:
+	case OP_ONNX_Mean:
 		if (n->nargs == 1 && same_shape(s, x, r))
 			replace(s, r, x);
 		break;
