@@ -266,8 +266,7 @@ static int64_t out_channel(const RTensor *w, int64_t e, int transposed, int64_t 
 	int64_t per = w->numel / w->shape[0];
 	if (!transposed)
 		return e / per;
-	int64_t k = per / w->shape[1], cin = e / per, j = e / k % w->shape[1];
-	return cin / (w->shape[0] / group) * w->shape[1] + j;
+	return rt_row_channel(e / (per / w->shape[1]), w->shape[1], w->shape[0] / group);
 }
 
 /* W' and B' into w and b (b made if the node had none); m channels. */

@@ -118,13 +118,18 @@ void rt_weights_release(RtWeights *w, const void *p, size_t n);
  * (elements of esize bytes) written to fd, a band of rows at a time,
  * releasing each band of src once read; FAILED if a write fails. */
 Status rt_transpose_to_fd(RtWeights *w, const uint8_t *src, int64_t rows, int64_t cols, size_t esize, int fd);
+/* The output channel of row r of a convolution weight: a Conv weight
+ * [M, ...] is one output channel a row (inner = M, reps = 1); a
+ * ConvTranspose weight [C, M/group, k...] is C * M/group rows whose output
+ * channel is the row's within its input channel's group (inner = M/group,
+ * reps = C/group). */
+static inline int64_t rt_row_channel(int64_t r, int64_t inner, int64_t reps)
+{
+	return r / (inner * reps) * inner + r % inner;
+}
 /* The same streaming for the rows x cols matrix at src (dtype dt) with
- * row r multiplied by scale[r / (inner * reps) * inner + r % inner]
- * (computed in double): a BatchNormalization folded into a large weight.
- * A Conv weight [M, ...] is one output channel a row (inner = rows, reps =
- * 1); a ConvTranspose weight [C, M/group, k...] is C * M/group rows whose
- * output channel is the row's within its input channel's group (inner =
- * M/group, reps = C/group). */
+ * row r multiplied by scale[rt_row_channel(r, inner, reps)] (computed in
+ * double): a BatchNormalization folded into a large weight. */
 Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t rows, int64_t cols, const double *scale,
 			   int64_t inner, int64_t reps, int fd);
 

@@ -80,7 +80,7 @@ Status rt_scale_rows_to_fd(RtWeights *w, const uint8_t *src, DType dt, int64_t r
 		int64_t nb = rows - r0 < band ? rows - r0 : band;
 		const uint8_t *in = src + (size_t)r0 * row;
 		for (int64_t r = 0; r < nb; r++) {
-			double k = scale[(r0 + r) / (inner * reps) * inner + (r0 + r) % inner];
+			double k = scale[rt_row_channel(r0 + r, inner, reps)];
 			for (int64_t c = 0; c < cols; c++) {
 				size_t i = (size_t)(r * cols + c);
 				tensor_put(dt, buf, i, tensor_get_f(dt, in, i) * k, 0, 0);

@@ -179,8 +179,7 @@ def _spread_scores(model, args):
     spread = {}
 
     def measure(mod, inputs, out):
-        part = out if mod.bias is None else \
-            out - mod.bias.view((-1,) + (1,) * (out.dim() - 2) if out.dim() > 2 else (-1,))
+        part = out if mod.bias is None else out - mod.bias.view((-1,) + (1,) * (out.dim() - 2))
         spread[mod] = max(spread.get(mod, 0.0), float(part.std()))   # once a level
 
     hooks = []
