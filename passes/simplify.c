@@ -5,6 +5,11 @@
  *   Cast(x, to=T), CastLike(x, y)                -> x   when x is already T
  *   Reshape/Squeeze/Unsqueeze/Flatten/Expand(x)  -> x   when x's shape is
  *                                                       the result's
+ *   Slice(x, starts, ends[, axes[, steps]])      -> x   when x's shape is the
+ *                                                       result's and every
+ *                                                       step is a constant 1
+ *                                                       (`x[:, None]`'s full
+ *                                                       slice)
  *   Concat/Max/Min/Sum/Mean(x)                   -> x   (one operand: a copy;
  *                                                       torch.cat([x]), the
  *                                                       decompositions' Max of
@@ -22,7 +27,9 @@
  * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
  * in row-major order and change only the shape, so any chain of them from x
  * holds x's data; if the chain ends in x's own shape (and dtype) it is
- * x.  Shapes are the same when every dim is the same known size or the
+ * x.  A Slice with steps of 1 takes a run of consecutive elements on each
+ * axis it names; a run as long as the axis is the whole axis, in order.
+ * Shapes are the same when every dim is the same known size or the
  * same symbol: a symbolic dim names one size wherever it appears, so
  * `f32[batch,16]` reshaped to `f32[batch,16]` (through a shape computed
  * from Shape(x) at run time) is x.  Reshape(y, s) with no 0 in s does not look at y's shape (-1 is
@@ -302,6 +309,10 @@ static void simplify_node(Simplify *s, Node *n)
 	case OP_ONNX_Unsqueeze:
 	case OP_ONNX_Flatten:
 		simplify_reshape_like(s, n, x, r);
+		break;
+	case OP_ONNX_Slice:
+		if ((!operand(n, 4) || match_const(s->m, operand(n, 4), 1.0)) && same_shape(s, x, r))
+			replace(s, r, x);
 		break;
 	case OP_ONNX_Expand:
 		if (same_shape(s, x, r))
