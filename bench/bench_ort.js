@@ -7,7 +7,7 @@
 //
 // Feeds random inputs of the declared shapes (symbolic dims set to 1),
 // runs each model 3 times to warm up, then N times (default 30) in turn,
-// A B A B ..., and prints each model's median and min latency in ms, and
+// A B, B A, A B, ... (the order reverses every round), and prints each model's median and min latency in ms, and
 // each model's median against the first one's.
 //
 // --inputs SPEC.json feeds every model the same saved tensors instead: a JSON
@@ -143,14 +143,18 @@ async function main() {
   if (budget > 0 && round > 0)
     runs = Math.max(Math.min(runs, 10), Math.min(runs, Math.floor(budget * 1000 / (round * batch))));
   let last = null;
+  // Odd rounds run the models in reverse order (A B, B A, A B, ...): no
+  // model always runs first, or always right after another one.
   for (let r = 0; r < runs; r++) {
-    last = [];
-    for (const x of sessions) {
+    last = new Array(sessions.length);
+    const order = sessions.map((_, i) => (r % 2 ? sessions.length - 1 - i : i));
+    for (const i of order) {
+      const x = sessions[i];
       let res;
       const t0 = process.hrtime.bigint();
       for (let k = 0; k < batch; k++) res = await x.s.run(x.feeds);
       x.times.push(Number(process.hrtime.bigint() - t0) / 1e6 / batch);
-      last.push(res);
+      last[i] = res;
     }
   }
   if (outdir) fs.mkdirSync(outdir, { recursive: true });

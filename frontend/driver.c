@@ -31,6 +31,7 @@ typedef struct Opts {
 	char *owned_output, *owned_report;  /* default names, malloc'd */
 	int outline;                /* -outline: run outline after the -O pipeline */
 	const char *outline_classes;    /* -outline=A,B */
+	int target_ort;             /* -target=ort: fuse_ort after the -O2 pipeline */
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
@@ -77,6 +78,10 @@ static const char usage_text[] =
 	"  -list-passes             list the passes and the -O pipelines, then exit\n"
 	"  -fold-limit=BYTES        fold: leave results larger than BYTES as ops (default:\n"
 	"                           fold only what does not grow the model)\n"
+	"  -target=onnx|ort         onnx (default): standard ONNX ops only; ort: at -O2,\n"
+	"                           also ONNX Runtime's contrib ops (com.microsoft:\n"
+	"                           FusedMatMul, Gelu, FastGelu, BiasGelu,\n"
+	"                           SkipLayerNormalization), which only it runs\n"
 	"  -outline[=A,B]           after the -O pipeline, make each nn.Module call (of the\n"
 	"                           classes A, B only, if given) an ONNX local function\n"
 	"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
@@ -193,7 +198,7 @@ static const char *const option_names[] = {
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
-	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "--help", "--version",
+	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
 	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
@@ -283,6 +288,10 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->level = a[2] - '0';
 		} else if (match(a, "-passes", &v)) {
 			o->passes = v;
+		} else if (match(a, "-target", &v)) {
+			if (strcmp(v, "onnx") != 0 && strcmp(v, "ort") != 0)
+				usage_error("-target=%s: the targets are onnx and ort", v);
+			o->target_ort = strcmp(v, "ort") == 0;
 		} else if (match(a, "-decomp-path", &v)) {
 			o->decomp_path = v;
 		} else if (match(a, "-decomp", &v)) {
@@ -777,7 +786,15 @@ int main(int argc, char **argv)
 		*slash = 0;
 	o.w.weights_dir = slash ? dir : ".";
 	const char *ps = o.passes ? o.passes : pipeline_for_level(o.level), *bad;
-	char outlined[256];
+	char targeted[256], outlined[288];
+	if (o.target_ort && !o.passes && o.level == 2) {
+		/* Last: the other passes do not know the contrib ops. */
+		snprintf(targeted, sizeof targeted, "%s,fuse_ort,dce", ps);
+		ps = targeted;
+	} else if (o.target_ort && !o.passes) {
+		fprintf(stderr, "onnxc: note: -target=ort adds fusions at -O2 only; -O%d writes standard ONNX ops\n",
+			o.level);
+	}
 	if (o.outline && !o.passes) {
 		/* After the pipeline; dce then drops the constants bodies copied. */
 		snprintf(outlined, sizeof outlined, "%s%s", ps, o.level ? ",outline,dce" : ",outline");

@@ -100,9 +100,15 @@ static int perm_is_swap(const Node *t)
 
 void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 {
+	fuse_set_generic(f, n, op_domain(op), op_name_of(op), nargs, nkw);
 	n->op = op;
-	n->domain = op_domain(op);
-	n->name = op_name_of(op);
+}
+
+void fuse_set_generic(Fuse *f, Node *n, Sym domain, Sym name, uint32_t nargs, uint32_t nkw)
+{
+	n->op = OP_GENERIC;
+	n->domain = domain;
+	n->name = name;
 	n->nargs = nargs;
 	n->nkw = nkw;
 	n->args = ARENA_ARRAY(&f->m->arena, Arg, nargs);

@@ -25,6 +25,8 @@ int fuse_one_use(const Fuse *f, ValueId v);
 /* n becomes op with fresh argument and attribute arrays (filled by the
  * caller); its results, name and provenance stay. */
 void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw);
+/* The same for an op outside the table (another domain's). */
+void fuse_set_generic(Fuse *f, Node *n, Sym domain, Sym name, uint32_t nargs, uint32_t nkw);
 /* A new `const` value of g holding r, named after `like` + suffix. */
 ValueId fuse_new_const(Fuse *f, Graph *g, const RTensor *r, ValueId like, const char *suffix);
 /* An int attribute; dflt when absent, -1 when not an int. */
@@ -47,6 +49,10 @@ static inline Arg fuse_value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.
  * and rewrites it in place, or leaves it. */
 void fuse_norm(Fuse *f, Graph *g, Node *n);        /* fuse_norm.c */
 void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
+/* n, a Mul, ends a GELU written out: 1 (erf form) or 2 (tanh form), with
+ * its input in *x and the inner Mul's result (read only by n) in *inner;
+ * else 0. */
+int fuse_gelu_form(const Fuse *f, const Node *n, ValueId *x, ValueId *inner);
 void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
 void fuse_flatten(Fuse *f, Node *n);               /* fuse_layout.c */
 void fuse_unit_transpose(Fuse *f, Graph *g, Node *n);

@@ -66,10 +66,8 @@ static int gelu_kind(const Fuse *f, ValueId v, ValueId x)
 	return 0;
 }
 
-void fuse_gelu(Fuse *f, Node *n)
+int fuse_gelu_form(const Fuse *f, const Node *n, ValueId *x, ValueId *inner)
 {
-	if (f->opset < 20)
-		return;
 	/* The three factors: n's operands, one of them opened if it is a Mul. */
 	for (uint32_t side = 0; side < 2; side++) {
 		Node *in = match_operand(f->m, n, side, OP_ONNX_Mul);
@@ -82,19 +80,31 @@ void fuse_gelu(Fuse *f, Node *n)
 			for (int i = 0; i < 3; i++) {
 				if (i == h)
 					continue;
-				ValueId x = fac[i], rest = fac[3 - h - i];
-				const Type *tx = val(f->m, x)->type;
+				const Type *tx = val(f->m, fac[i])->type;
 				int kind = tx && tx->kind == TY_TENSOR && dtype_is_float((DType)tx->dtype) &&
-					   type_equal(tx, val(f->m, n->res[0])->type) ? gelu_kind(f, rest, x) : 0;
-				if (!kind)
-					continue;
-				f->uses[in->res[0]]--;
-				fuse_set_op(f, n, OP_ONNX_Gelu, 1, kind == 2);
-				n->args[0] = fuse_value_arg(x);
-				if (kind == 2)
-					n->kw[0] = (Named){ sym_cstr("approximate"), { .kind = A_STR, .u.s = { "tanh", 4 } } };
-				return;
+					   type_equal(tx, val(f->m, n->res[0])->type)
+						   ? gelu_kind(f, fac[3 - h - i], fac[i])
+						   : 0;
+				if (kind) {
+					*x = fac[i];
+					*inner = in->res[0];
+					return kind;
+				}
 			}
 		}
 	}
+	return 0;
+}
+
+void fuse_gelu(Fuse *f, Node *n)
+{
+	ValueId x, inner;
+	int kind = f->opset >= 20 ? fuse_gelu_form(f, n, &x, &inner) : 0;
+	if (!kind)
+		return;
+	f->uses[inner]--;
+	fuse_set_op(f, n, OP_ONNX_Gelu, 1, kind == 2);
+	n->args[0] = fuse_value_arg(x);
+	if (kind == 2)
+		n->kw[0] = (Named){ sym_cstr("approximate"), { .kind = A_STR, .u.s = { "tanh", 4 } } };
 }

@@ -2,8 +2,9 @@
 """End-to-end tests: PyTorch model -> .fxir -> onnxc -> ONNX Runtime.
 
 For every model of the zoo (test/e2e/models.py): export it with
-utils/fxir_export.py, compile it with `onnxc -O0`, `-O2` and `-O2 -outline`
-(modules as local functions) to ONNX, run each in ONNX Runtime through
+utils/fxir_export.py, compile it with `onnxc -O0`, `-O2`, `-O2 -outline`
+(modules as local functions) and `-O2 -target=ort` (ONNX Runtime's
+contrib ops) to ONNX, run each in ONNX Runtime through
 utils/ortlib.py and compare with PyTorch's own outputs (max abs diff <= 1e-4
 for floats, exact for integers and bools).  Each compile mode of each model
 counts in the totals.
@@ -42,7 +43,7 @@ import models  # noqa: E402
 
 TOLERANCE = 1e-4
 REFERENCE_MIN = 1e-3
-LEVELS = ("-O0", "-O2", "-O2 -outline")
+LEVELS = ("-O0", "-O2", "-O2 -outline", "-O2 -target=ort")
 
 
 class Failure(Exception):
@@ -293,7 +294,8 @@ def main():
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    head = ("model", "nodes O0/O2/outline", "diff O0", "diff O2", "diff outline", "result")
+    head = ("model", "nodes O0/O2/outline/ort", "diff O0", "diff O2", "diff outline", "diff ort",
+            "result")
     nc = len(head)
     w = [max(len(head[i]), *(len(r[i]) for r in rows)) if rows else len(head[i])
          for i in range(nc)]

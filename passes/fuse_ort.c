@@ -1,0 +1,348 @@
+/* fuse_ort.c - -target=ort: ONNX Runtime's contrib ops (domain
+ * com.microsoft, version 1) for patterns that stay several standard ops.
+ * Runs once after the -O2 pipeline, when nothing else will look at the
+ * nodes it makes.
+ *
+ *   MatMul(Transpose(a, p), b)             -> FusedMatMul(a, b, transA=1)
+ *   MatMul(a, Transpose(b, p))             -> FusedMatMul(a, b, transB=1)
+ *       p swaps the last two dims and keeps the others (a traced k.T or
+ *       k.transpose(-2, -1)); both sides may be transposed
+ *   Mul(MatMul(a, b), c), Div(MatMul(a, b), c)
+ *                                          -> FusedMatMul(a, b, alpha=c or 1/c)
+ *       c a one-element constant (attention's 1/sqrt(d))
+ *   GELU written out (erf form), or Gelu   -> Gelu(x)
+ *   GELU, tanh form, or Gelu(tanh)         -> FastGelu(x)
+ *       either of them on Add(x, bias)     -> BiasGelu(x, bias) / FastGelu(x, bias)
+ *   LayerNormalization(Add(a, b), w[, c])  -> SkipLayerNormalization(a, b, w[, c])
+ *
+ * Legality.  Every rewrite wants f32 (the contrib kernels of the CPU
+ * provider are f32) and known ranks.  FusedMatMul transposes the last two
+ * dims of an operand of rank >= 2 and multiplies as MatMul does
+ * (broadcasting the batch dims), then scales by alpha: the transposed
+ * operand and the MatMul feed nothing else, and c broadcasts nothing (its
+ * rank is at most the result's).  The Gelu ops compute the two formulas
+ * fuse_gelu.c matches; the bias is a 1-D constant as long as x's last
+ * dim (BiasGelu adds it along that dim), the Add feeding nothing else.
+ * SkipLayerNormalization normalizes a + b over the last dim of a rank 2 or
+ * 3 input (the kernel takes no other): a, b and a + b have one shape, the
+ * LayerNormalization's axis is the last, w (and c) are 1-D, and its mean
+ * and inverse-deviation results are unused; its epsilon is given (the
+ * contrib op's default is not LayerNormalization's).  When a + b is read
+ * elsewhere too (a residual stream), the node makes it as its fourth
+ * result (input_skip_bias_sum) and stands where the Add stood, which w and
+ * c must already be defined at.
+ *
+ * Each rewrite replaces the pattern's last node in place (result, name,
+ * scope, location stay) but for the residual SkipLayerNormalization,
+ * which replaces the Add and takes over the LayerNormalization's result;
+ * absorbed standard nodes are left for dce, which keeps ops of other
+ * domains, so a FusedMatMul a scale takes in is removed here.  One walk
+ * in order, linear. */
+#include <stdlib.h>
+#include <string.h>
+#include "fuse.h"
+
+typedef struct FuseOrt {
+	Fuse f;
+	Sym ms;                     /* "com.microsoft" */
+	uint32_t *pos;              /* by ValueId: order of its node in its graph */
+} FuseOrt;
+
+static int is_f32(const Type *t) { return t && t->kind == TY_TENSOR && t->dtype == DT_F32; }
+
+static void set_ms(FuseOrt *o, Node *n, const char *op, uint32_t nargs, uint32_t nkw)
+{
+	fuse_set_generic(&o->f, n, o->ms, sym_cstr(op), nargs, nkw);
+}
+
+static Named int_attr(const char *name, int64_t v)
+{
+	return (Named){ sym_cstr(name), { .kind = A_INT, .u.i = v } };
+}
+
+static Named float_attr(const char *name, double v)
+{
+	return (Named){ sym_cstr(name), { .kind = A_FLOAT, .u.f = v } };
+}
+
+/* ---- FusedMatMul ------------------------------------------------------- */
+
+/* v = Transpose(x, p) read only here, p swapping the last two of x's
+ * rank >= 2 dims: x; else VNONE. */
+static ValueId untransposed(const FuseOrt *o, ValueId v)
+{
+	Node *t = match_op(o->f.m, v, OP_ONNX_Transpose);
+	const Named *p = t ? node_kw(t, S_perm) : NULL;
+	if (!p || p->val.kind != A_LIST || p->val.n < 2 || !fuse_one_use(&o->f, v))
+		return VNONE;
+	uint32_t r = p->val.n;
+	for (uint32_t i = 0; i < r; i++) {
+		int64_t want = i + 2 < r ? (int64_t)i : (int64_t)(i == r - 2 ? r - 1 : r - 2);
+		if (p->val.u.list[i].kind != A_INT || p->val.u.list[i].u.i != want)
+			return VNONE;
+	}
+	return operand(t, 0);
+}
+
+/* v is of rank 2 or more. */
+static int ranked2(const FuseOrt *o, ValueId v)
+{
+	const Type *t = v ? fuse_ranked_type(&o->f, v) : NULL;
+	return t && t->rank >= 2;
+}
+
+/* n = MatMul or FusedMatMul: its operands and attributes, the
+ * Transposes feeding a MatMul taken in. */
+typedef struct Mm { ValueId a, b; int64_t ta, tb; double alpha; } Mm;
+
+static int mm_of(const FuseOrt *o, const Node *n, Mm *mm)
+{
+	if (n->domain == S_onnx && n->op == OP_ONNX_MatMul && n->nargs == 2) {
+		*mm = (Mm){ operand(n, 0), operand(n, 1), 0, 0, 1.0 };
+		ValueId x = untransposed(o, mm->a), y = untransposed(o, mm->b);
+		if (x)
+			mm->a = x, mm->ta = 1;
+		if (y)
+			mm->b = y, mm->tb = 1;
+		return ranked2(o, mm->a) && ranked2(o, mm->b) && is_f32(val(o->f.m, n->res[0])->type);
+	}
+	if (n->domain == o->ms && n->name == sym_cstr("FusedMatMul") && n->nargs == 2) {
+		*mm = (Mm){ operand(n, 0), operand(n, 1), fuse_attr_int(n, "transA", 0),
+			    fuse_attr_int(n, "transB", 0), fuse_attr_float(n, sym_cstr("alpha"), 1.0) };
+		return mm->a && mm->b && mm->ta >= 0 && mm->tb >= 0 && !node_kw(n, sym_cstr("transBatchA")) &&
+		       !node_kw(n, sym_cstr("transBatchB"));
+	}
+	return 0;
+}
+
+static void set_fused_matmul(FuseOrt *o, Node *n, const Mm *mm)
+{
+	set_ms(o, n, "FusedMatMul", 2, 3);
+	n->args[0] = fuse_value_arg(mm->a);
+	n->args[1] = fuse_value_arg(mm->b);
+	n->kw[0] = float_attr("alpha", mm->alpha);
+	n->kw[1] = int_attr("transA", mm->ta);
+	n->kw[2] = int_attr("transB", mm->tb);
+}
+
+/* A MatMul with a transposed operand. */
+static void fuse_matmul(FuseOrt *o, Node *n)
+{
+	Mm mm;
+	if (!mm_of(o, n, &mm) || !(mm.ta || mm.tb))
+		return;
+	set_fused_matmul(o, n, &mm);
+}
+
+/* Mul(MatMul, c), Mul(c, MatMul) or Div(MatMul, c). */
+static void fuse_matmul_scale(FuseOrt *o, Node *n)
+{
+	const Type *tr = fuse_ranked_type(&o->f, n->res[0]);
+	for (uint32_t side = 0; tr && is_f32(tr) && side < (n->op == OP_ONNX_Mul ? 2u : 1u); side++) {
+		ValueId p = operand(n, side), c = operand(n, 1 - side);
+		Node *d = p ? def_of(o->f.m, p) : NULL;
+		const Type *tc = c ? fuse_ranked_type(&o->f, c) : NULL;
+		double k;
+		Mm mm;
+		if (!d || !fuse_one_use(&o->f, p) || !tc || tc->rank > tr->rank || !fuse_scalar(&o->f, c, &k) ||
+		    !type_equal(val(o->f.m, p)->type, tr) || !mm_of(o, d, &mm))
+			continue;
+		if (n->op == OP_ONNX_Div && k == 0)
+			return;
+		mm.alpha = n->op == OP_ONNX_Div ? mm.alpha / k : mm.alpha * k;
+		o->f.uses[p]--;
+		set_fused_matmul(o, n, &mm);
+		/* dce keeps ops of other domains: the FusedMatMul taken in goes here. */
+		node_remove(d->graph, d);
+		return;
+	}
+}
+
+/* ---- Gelu, FastGelu, BiasGelu ------------------------------------------ */
+
+/* How many times the nodes of the chain ending in n read x: n's operands,
+ * and through those made by a node read only there, up to `depth` nodes
+ * deep.  A GELU written out reads its input two or more times; when every
+ * read of x is in the chain, nothing reads x once the chain is gone. */
+static uint32_t reads_in_chain(const FuseOrt *o, const Node *n, ValueId x, int depth)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n->nargs; i++) {
+		ValueId a = operand(n, i);
+		const Node *d = a && a != x ? def_of(o->f.m, a) : NULL;
+		if (a == x)
+			k++;
+		else if (d && depth > 0 && d->domain == S_onnx && fuse_one_use(&o->f, a))
+			k += reads_in_chain(o, d, x, depth - 1);
+	}
+	return k;
+}
+
+/* x = Add(y, bias) or Add(bias, y), read only by the chain ending in n,
+ * bias a 1-D constant as long as y's last dim and y of the Add's type:
+ * bias (*y set); else VNONE. */
+static ValueId gelu_bias(const FuseOrt *o, const Node *n, ValueId x, ValueId *y)
+{
+	Node *add = match_op(o->f.m, x, OP_ONNX_Add);
+	const Type *tx = fuse_ranked_type(&o->f, x);
+	if (!add || !tx || tx->rank < 1 || x >= o->f.nuses || o->f.uses[x] != reads_in_chain(o, n, x, 10))
+		return VNONE;
+	for (uint32_t side = 0; side < 2; side++) {
+		ValueId a = operand(add, side), b = operand(add, 1 - side);
+		const Tensor *t = b ? const_tensor(o->f.m, b) : NULL;
+		Dim last = tx->dims[tx->rank - 1];
+		if (t && t->type && t->type->rank == 1 && t->type->dtype == DT_F32 && !last.sym &&
+		    t->type->dims[0].v == last.v && a && type_equal(val(o->f.m, a)->type, tx)) {
+			*y = a;
+			return b;
+		}
+	}
+	return VNONE;
+}
+
+/* Gelu's approximate attribute: 1 for "none" (or absent), 2 for "tanh". */
+static int gelu_attr_kind(const Node *n)
+{
+	const Named *ap = node_kw(n, sym_cstr("approximate"));
+	if (!ap)
+		return 1;
+	if (ap->val.kind != A_STR || ap->val.u.s.n != 4)
+		return 0;
+	return !memcmp(ap->val.u.s.s, "tanh", 4) ? 2 : !memcmp(ap->val.u.s.s, "none", 4) ? 1 : 0;
+}
+
+/* n = a GELU written out (ending in a Mul) or onnx::Gelu. */
+static void fuse_gelu_ort(FuseOrt *o, Node *n)
+{
+	ValueId x = VNONE, inner = VNONE, y = VNONE;
+	int kind = n->op == OP_ONNX_Gelu ? gelu_attr_kind(n) : fuse_gelu_form(&o->f, n, &x, &inner);
+	if (n->op == OP_ONNX_Gelu)
+		x = operand(n, 0);
+	if (!kind || !x || !is_f32(val(o->f.m, x)->type) || !is_f32(val(o->f.m, n->res[0])->type))
+		return;
+	ValueId bias = gelu_bias(o, n, x, &y);
+	if (inner)
+		o->f.uses[inner]--;
+	if (bias)
+		o->f.uses[x] = 0;
+	set_ms(o, n, kind == 2 ? "FastGelu" : bias ? "BiasGelu" : "Gelu", bias ? 2 : 1, 0);
+	n->args[0] = fuse_value_arg(bias ? y : x);
+	if (bias)
+		n->args[1] = fuse_value_arg(bias);
+}
+
+/* ---- SkipLayerNormalization -------------------------------------------- */
+
+/* v is a 1-D f32 value of n elements. */
+static int vec_of(const FuseOrt *o, ValueId v, Dim n)
+{
+	const Type *t = v ? fuse_ranked_type(&o->f, v) : NULL;
+	return is_f32(t) && t->rank == 1 && dim_same(t->dims[0], n);
+}
+
+/* v can be read at the node that makes `at` (both of graph g). */
+static int defined_before(const FuseOrt *o, ValueId v, ValueId at)
+{
+	const Node *d = def_of(o->f.m, v), *a = def_of(o->f.m, at);
+	return !d || d->graph != a->graph || o->pos[v] < o->pos[at];
+}
+
+static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln)
+{
+	ValueId s = operand(ln, 0), w = operand(ln, 1), c = operand(ln, 2), r = ln->res[0];
+	Node *add = match_op(o->f.m, s, OP_ONNX_Add);
+	const Type *ts = s ? fuse_ranked_type(&o->f, s) : NULL;
+	if (!add || add->graph != g || !is_f32(ts) || (ts->rank != 2 && ts->rank != 3) || !r ||
+	    !type_equal(val(o->f.m, r)->type, ts))
+		return;
+	int64_t axis = fuse_attr_int(ln, "axis", -1);
+	for (uint32_t i = 1; i < ln->nres; i++)
+		if (ln->res[i] && o->f.uses[ln->res[i]])
+			return;
+	Dim h = ts->dims[ts->rank - 1];
+	ValueId a = operand(add, 0), b = operand(add, 1);
+	if ((axis != -1 && axis != ts->rank - 1) || !vec_of(o, w, h) || (c && !vec_of(o, c, h)) ||
+	    ln->nargs > 3 || !a || !b || !type_equal(val(o->f.m, a)->type, ts) ||
+	    !type_equal(val(o->f.m, b)->type, ts))
+		return;
+	double eps = fuse_attr_float(ln, sym_cstr("epsilon"), 1e-5);
+	Node *at = ln;
+	if (!fuse_one_use(&o->f, s)) {
+		if (!defined_before(o, w, s) || (c && !defined_before(o, c, s)))
+			return;
+		at = add;
+	}
+	uint32_t nres = at == add ? 4 : 1;
+	ValueId *res = ARENA_ARRAY(&o->f.m->arena, ValueId, nres);
+	res[0] = r;
+	if (at == add) {
+		res[1] = res[2] = VNONE;
+		res[3] = s;
+		val(o->f.m, r)->def = add;
+		val(o->f.m, r)->res = 0;
+		val(o->f.m, s)->res = 3;
+		o->f.uses[s]--;
+		node_remove(g, ln);
+	} else {
+		o->f.uses[s]--;
+	}
+	set_ms(o, at, "SkipLayerNormalization", c ? 4 : 3, 1);
+	at->nres = nres;
+	at->res = res;
+	at->args[0] = fuse_value_arg(a);
+	at->args[1] = fuse_value_arg(b);
+	at->args[2] = fuse_value_arg(w);
+	if (c)
+		at->args[3] = fuse_value_arg(c);
+	at->kw[0] = float_attr("epsilon", eps);
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
+{
+	FuseOrt *o = ctx;
+	uint32_t k = 0;
+	for (Node *n = v->g->first; n; n = n->next)
+		for (uint32_t i = 0; i < n->nres; i++)
+			if (n->res[i])
+				o->pos[n->res[i]] = k++;
+	for (Node *n = v->g->first, *next; n; n = next) {
+		next = n->next;
+		if (n->domain != S_onnx || n->nres < 1)
+			continue;
+		switch (n->op) {
+		case OP_ONNX_MatMul:
+			fuse_matmul(o, n);
+			break;
+		case OP_ONNX_Mul:
+			fuse_gelu_ort(o, n);
+			if (n->op == OP_ONNX_Mul)
+				fuse_matmul_scale(o, n);
+			break;
+		case OP_ONNX_Div:
+			fuse_matmul_scale(o, n);
+			break;
+		case OP_ONNX_Gelu:
+			fuse_gelu_ort(o, n);
+			break;
+		case OP_ONNX_LayerNormalization:
+			next = n->next;
+			fuse_skip_norm(o, v->g, n);
+			break;
+		default:
+			break;
+		}
+	}
+	return OK;
+}
+
+Status pass_fuse_ort(Module *m, const PassOptions *opt)
+{
+	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n, { m, ".", NULL }, opt->opset },
+		      sym_cstr("com.microsoft"), xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t)) };
+	module_walk(m, WALK_PROGRAM, fuse_ort_graph, &o);
+	free(o.pos);
+	free(o.f.uses);
+	return OK;
+}
