@@ -113,7 +113,7 @@ def export_bridge(model, args, dyn, fxir):
     return time.perf_counter() - t0
 
 
-ONNXC_FLAGS = []   # --opset: added to every onnxc run
+ONNXC_FLAGS = []   # --opset, --target: added to every onnxc run
 
 
 def compile_onnxc(onnxc, fxir, out, level="-O2"):
@@ -655,9 +655,13 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
     ap.add_argument("--opset", type=int,
                     help="compile with onnxc -opset=N (the exporter stays at 17)")
+    ap.add_argument("--target", choices=("onnx", "ort"),
+                    help="compile with onnxc -target=T (ort: ONNX Runtime's contrib ops)")
     a = ap.parse_args()
     if a.opset:
         ONNXC_FLAGS.append("-opset=%d" % a.opset)
+    if a.target:
+        ONNXC_FLAGS.append("-target=%s" % a.target)
     a.onnxc = os.path.abspath(a.onnxc)
     a.slow = {s for s in a.slow.split(",") if s}
     if not os.access(a.onnxc, os.X_OK):

@@ -3,7 +3,8 @@
 // the CPU execution provider with its default graph optimizations.
 //
 //   node bench/bench_ort.js [--runs N] [--warmup N] [--budget SECONDS]
-//                           [--inputs SPEC.json] [--outdir DIR] [--json] A.onnx [B.onnx ...]
+//                           [--inputs SPEC.json] [--outdir DIR] [--json] [--no-optimize]
+//                           A.onnx [B.onnx ...]
 //
 // Feeds random inputs of the declared shapes (symbolic dims set to 1),
 // runs each model 3 times to warm up, then N times (default 30) in turn,
@@ -21,6 +22,8 @@
 //     inferences, K the same for every model and chosen from the last
 //     warm-up round so that a round takes about MS; times are per inference
 //     (the batch's time / K), so one preemption of the process weighs less.
+// --no-optimize runs the models with ONNX Runtime's graph optimizations off
+//     (as written; the default is all of them, ONNX Runtime's own default).
 // --json prints one JSON object instead of the text lines:
 //     {"runs", "warmup", "batch", "models": [{"model", "times": [ms, ...], "median",
 //      "min", "outputs": [{"name", "dtype", "dims", "file"}]}]}
@@ -105,6 +108,7 @@ function median(v) { const s = [...v].sort((a, b) => a - b); return s[Math.floor
 async function main() {
   const args = process.argv.slice(2);
   let runs = 30, warmup = 3, budget = 0, sampleMs = 0, inputs = null, outdir = null, json = false;
+  let optimize = true;
   const models = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--runs') runs = parseInt(args[++i], 10);
@@ -114,17 +118,19 @@ async function main() {
     else if (args[i] === '--inputs') inputs = args[++i];
     else if (args[i] === '--outdir') outdir = args[++i];
     else if (args[i] === '--json') json = true;
+    else if (args[i] === '--no-optimize') optimize = false;
     else models.push(args[i]);
   }
   if (!models.length || !(runs > 0) || !(warmup >= 1)) {
     console.error('usage: node bench/bench_ort.js [--runs N] [--warmup N] [--budget SECONDS] ' +
-      '[--sample-ms MS] [--inputs SPEC.json] [--outdir DIR] [--json] A.onnx [B.onnx ...]');
+      '[--sample-ms MS] [--inputs SPEC.json] [--outdir DIR] [--json] [--no-optimize] A.onnx [B.onnx ...]');
     process.exit(2);
   }
   const saved = inputs ? savedTensors(inputs) : null;
   const sessions = [];
   for (const m of models) {
-    const s = await ort.InferenceSession.create(m, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+    const s = await ort.InferenceSession.create(m, { intraOpNumThreads: 1, interOpNumThreads: 1,
+      graphOptimizationLevel: optimize ? 'all' : 'disabled' });
     sessions.push({ model: m, s, feeds: saved ? savedFeeds(s, saved, m) : feeds(s), times: [] });
   }
   let round = 0;
