@@ -327,7 +327,6 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 			fuse_gelu_ort(o, n);
 			break;
 		case OP_ONNX_LayerNormalization:
-			next = n->next;
 			fuse_skip_norm(o, v->g, n);
 			break;
 		default:
