@@ -54,6 +54,12 @@ void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
  * else 0. */
 int fuse_gelu_form(const Fuse *f, const Node *n, ValueId *x, ValueId *inner);
 void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
+/* t = Transpose(x, p) with p a permutation of rank >= 2 dims (at most
+ * 16): p with its last two entries swapped into p1 (Transpose(x, p) is
+ * k^T for k = Transpose(x, p1)); 1 if p1 is the identity (t swaps x's
+ * last two dims and keeps the others).  -1 if p is not such a
+ * permutation. */
+int fuse_key_perm(const Node *t, int32_t rank, int64_t *p1);
 void fuse_flatten(Fuse *f, Node *n);               /* fuse_layout.c */
 void fuse_unit_transpose(Fuse *f, Graph *g, Node *n);
 void fuse_lead_one_add(Fuse *f, Graph *g, Node *n);

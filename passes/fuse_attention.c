@@ -28,16 +28,12 @@
 #include <math.h>
 #include "fuse.h"
 
-/* t = Transpose(x, p) with p a permutation of rank dims: p with its last
- * two entries swapped into p1 (Transpose(x, p) is k^T for k =
- * Transpose(x, p1)); 1 if p1 is the identity (k is x).  -1 if p is not a
- * permutation of rank dims. */
-static int key_perm(const Node *t, int32_t rank, int64_t *p1)
+int fuse_key_perm(const Node *t, int32_t rank, int64_t *p1)
 {
 	const Named *p = node_kw(t, S_perm);
 	uint32_t seen = 0;
 	int ident = 1;
-	if (!p || p->val.kind != A_LIST || p->val.n != (uint32_t)rank || rank > 16)
+	if (!p || p->val.kind != A_LIST || p->val.n != (uint32_t)rank || rank < 2 || rank > 16)
 		return -1;
 	for (int32_t i = 0; i < rank; i++) {
 		const Arg *e = &p->val.u.list[i < rank - 2 ? i : 2 * rank - 3 - i];
@@ -260,7 +256,7 @@ void fuse_attention(Fuse *f, Graph *g, Node *n)
 	Node *mm = match_op(f->m, qk, OP_ONNX_MatMul);
 	Node *tr = mm ? match_operand(f->m, mm, 1, OP_ONNX_Transpose) : NULL;
 	int64_t p1[16];
-	int ident = tr ? key_perm(tr, tp->rank, p1) : -1;
+	int ident = tr ? fuse_key_perm(tr, tp->rank, p1) : -1;
 	if (ident < 0 || !fuse_one_use(f, qk) || !fuse_one_use(f, tr->res[0]))
 		return;
 	ValueId q = operand(mm, 0), k = operand(tr, 0);

@@ -67,28 +67,21 @@ static Named float_attr(const char *name, double v)
 
 /* ---- FusedMatMul ------------------------------------------------------- */
 
-/* v = Transpose(x, p) read only here, p swapping the last two of x's
- * rank >= 2 dims: x; else VNONE. */
-static ValueId untransposed(const FuseOrt *o, ValueId v)
-{
-	Node *t = match_op(o->f.m, v, OP_ONNX_Transpose);
-	const Named *p = t ? node_kw(t, S_perm) : NULL;
-	if (!p || p->val.kind != A_LIST || p->val.n < 2 || !fuse_one_use(&o->f, v))
-		return VNONE;
-	uint32_t r = p->val.n;
-	for (uint32_t i = 0; i < r; i++) {
-		int64_t want = i + 2 < r ? (int64_t)i : (int64_t)(i == r - 2 ? r - 1 : r - 2);
-		if (p->val.u.list[i].kind != A_INT || p->val.u.list[i].u.i != want)
-			return VNONE;
-	}
-	return operand(t, 0);
-}
-
 /* v is of rank 2 or more. */
 static int ranked2(const FuseOrt *o, ValueId v)
 {
 	const Type *t = v ? fuse_ranked_type(&o->f, v) : NULL;
 	return t && t->rank >= 2;
+}
+
+/* v = Transpose(x, p) read only here, p swapping the last two of x's
+ * rank >= 2 dims: x; else VNONE. */
+static ValueId untransposed(const FuseOrt *o, ValueId v)
+{
+	Node *t = match_op(o->f.m, v, OP_ONNX_Transpose);
+	const Type *tx = t && fuse_one_use(&o->f, v) ? fuse_ranked_type(&o->f, operand(t, 0)) : NULL;
+	int64_t p1[16];
+	return tx && fuse_key_perm(t, tx->rank, p1) == 1 ? operand(t, 0) : VNONE;
 }
 
 /* n = MatMul or FusedMatMul: its operands and attributes, the
@@ -281,11 +274,9 @@ static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln)
 		val(o->f.m, r)->def = add;
 		val(o->f.m, r)->res = 0;
 		val(o->f.m, s)->res = 3;
-		o->f.uses[s]--;
 		node_remove(g, ln);
-	} else {
-		o->f.uses[s]--;
 	}
+	o->f.uses[s]--;
 	set_ms(o, at, "SkipLayerNormalization", c ? 4 : 3, 1);
 	at->nres = nres;
 	at->res = res;
