@@ -32,9 +32,9 @@ BatchNorm statistics, same example inputs):
    compute the model (how many have nodes <= the exporter's and a latency
    ratio <= 1.00 at the table's two decimals; the others are named with
    the reason; a ratio above that is given with the 95% bootstrap
-   interval of the ratio of medians, a tie when the interval reaches 1) and, for every
-   model where onnxc has more nodes or is slower, the ops whose counts
-   differ most.
+   interval of the ratio of medians, a tie when the interval reaches 1)
+   and, for every model where onnxc has more nodes or is slower, the ops
+   whose counts differ most.
 
     /usr/bin/python3 bench/bench_exporter.py [--models a,b] [--runs N] [--onnxc PATH] [--opset N]
 
@@ -68,7 +68,7 @@ import torch  # noqa: E402
 
 import fxir_export  # noqa: E402
 import models  # noqa: E402
-import run_e2e  # noqa: E402  (flat_inputs, flat_outputs, first_lines)
+import run_e2e  # noqa: E402  (flat_inputs, flat_outputs, first_lines, extra_cases)
 
 BENCH_ORT = os.path.join(HERE, "bench_ort.js")
 OPSET = 17
@@ -321,20 +321,6 @@ def max_diff(ref, got):
     return worst
 
 
-def extra_cases(name, model):
-    """[(feeds, PyTorch's outputs)] for the e2e tests' other inputs."""
-    make = getattr(models, "EXTRA_INPUTS", {}).get(name)
-    if not make:
-        return []
-    cases = make()
-    out = []
-    for args in cases if isinstance(cases, list) else [cases]:
-        with torch.no_grad():
-            ref = run_e2e.flat_outputs(copy.deepcopy(model)(*args))
-        out.append((run_e2e.flat_inputs(model, args), ref))
-    return out
-
-
 def unfaithful(path, diff, cases):
     """Why the file at `path` does not compute the model, or None: its
     example difference `diff`, then each other input run in ONNX Runtime
@@ -438,7 +424,7 @@ def bench_model(name, builder, a, work):
             pair = [x / y for x, y in zip(row[k]["times"], row["exporter"]["times"])]
             row[rk] = row[k]["median"] / row["exporter"]["median"]
             row[sk] = (min(pair), max(pair))
-    cases = extra_cases(name, model)
+    cases = run_e2e.extra_cases(name, model)
     for k in ("onnxc", "exporter"):
         if row.get(k) and "diff" in row[k]:
             row[k]["unfaithful"] = unfaithful(paths[k], row[k]["diff"], cases)

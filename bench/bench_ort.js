@@ -8,8 +8,9 @@
 //
 // Feeds random inputs of the declared shapes (symbolic dims set to 1),
 // runs each model 3 times to warm up, then N times (default 30) in turn,
-// A B, B A, A B, ... (the order reverses every round), and prints each model's median and min latency in ms, and
-// each model's median against the first one's.
+// A B, B A, A B, ... (the order reverses every round), and prints each
+// model's median and min latency in ms, and each model's median against
+// the first one's.
 //
 // --inputs SPEC.json feeds every model the same saved tensors instead: a JSON
 //     array of {"name", "dtype", "dims", "file"} (utils/ort_run.js's job

@@ -174,6 +174,19 @@ def check_reference(ref):
                       "the comparison would not test the model" % (max(floats), REFERENCE_MIN))
 
 
+def extra_cases(name, model):
+    """[(feeds, PyTorch's outputs)] for the model's other inputs
+    (models.EXTRA_INPUTS: one case or a list)."""
+    make = getattr(models, "EXTRA_INPUTS", {}).get(name)
+    cases = make() if make else []
+    out = []
+    for args in cases if isinstance(cases, list) else [cases]:
+        with torch.no_grad():
+            ref = flat_outputs(copy.deepcopy(model)(*args))
+        out.append((flat_inputs(model, args), ref))
+    return out
+
+
 def run_model(name, builder, onnxc, ortlib, workdir):
     """Returns (main-graph nodes, max diff, failure or None) for each mode of
     LEVELS; raises Skip or Failure when the model cannot be exported."""
@@ -197,13 +210,7 @@ def run_model(name, builder, onnxc, ortlib, workdir):
     feeds = flat_inputs(model, args)
     if [n for n, _ in feeds] != names:
         raise Failure("input names %s, expected %s" % (names, [n for n, _ in feeds]))
-    extra = []
-    if name in getattr(models, "EXTRA_INPUTS", {}):
-        cases = models.EXTRA_INPUTS[name]()
-        for extra_args in cases if isinstance(cases, list) else [cases]:
-            with torch.no_grad():
-                extra_ref = flat_outputs(copy.deepcopy(model)(*extra_args))
-            extra.append((flat_inputs(model, extra_args), extra_ref))
+    extra = extra_cases(name, model)
     results = []
     for level in LEVELS:
         try:
