@@ -1,5 +1,5 @@
 #!/bin/bash
-# Installs what onnxc needs to build and test, on Debian 12, as root.
+# Installs what onnxc needs to build and test, on Debian 12 or 13, as root.
 # Idempotent: steps already satisfied are skipped, so a second run is fast.
 #
 #   sudo bash utils/install-deps.sh
@@ -12,6 +12,13 @@
 # onnxruntime-node, pinned in utils/node/package-lock.json; its native library
 # ships inside the package, so install scripts are not run. Last, a .pth file
 # makes the Python API (python/onnxc) importable by Debian's python3.
+#
+# The torch 2.x lane: a virtual environment (ONNXC_VENV, default
+# ~/.cache/onnxc/venv-torch2) made with Debian's python3, holding the torch,
+# torchvision, transformers, timm, onnx, onnxruntime and onnxscript pinned in
+# utils/venv-requirements.txt, installed from wheels pip finds on the machine
+# where it can. It lives outside the checkout, so a new clone finds it; a
+# stamp of the requirements file says whether it is current.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,9 +26,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(
   build-essential cmake re2c bison protobuf-c-compiler libprotobuf-c-dev libjansson-dev
-  llvm-19-tools clang libclang-rt-14-dev
+  llvm-19-tools clang
   python3-torch python3-torchvision python3-torchaudio python3-onnx python3-numpy
-  libonnx-testdata hyperfine locales graphviz
+  python3-venv libonnx-testdata hyperfine locales graphviz
 )
 
 say() { printf '== %s\n' "$*"; }
@@ -35,6 +42,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # ---- Debian packages ----
+# clang's sanitizer and libFuzzer runtime: Debian 12 names it by clang's
+# version (14), Debian 13 also has the unversioned name.
+rt=libclang-rt-14-dev
+if [ "$(cut -d. -f1 /etc/debian_version 2>/dev/null)" != 12 ]; then
+  rt="libclang-rt-$(clang --version 2>/dev/null | sed -nE 's/.*clang version ([0-9]+).*/\1/p' | head -n 1)-dev"
+  [ "$rt" != "libclang-rt--dev" ] || rt=libclang-rt-dev
+fi
+PACKAGES+=("$rt")
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
@@ -110,5 +126,34 @@ else
   printf '%s\n' "$REPO/python" > "$PTH"
   say "python3 -c 'import onnxc': wrote $PTH ($REPO/python)"
 fi
+
+# ---- the torch 2.x lane: a virtual environment ----
+VENV="${ONNXC_VENV:-$HOME/.cache/onnxc/venv-torch2}"
+REQS="$REPO/utils/venv-requirements.txt"
+stamp="$(sha256sum "$REQS" | cut -d' ' -f1)"
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.onnxc-stamp" 2>/dev/null)" = "$stamp" ] &&
+   "$VENV/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, onnxscript, transformers, timm' 2>/dev/null; then
+  say "venv $VENV: current"
+else
+  say "venv $VENV: creating or updating (the pins of utils/venv-requirements.txt)"
+  [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  installed=0
+  while read -r _ pair; do
+    # shellcheck disable=SC2086
+    if "$VENV/bin/python" -m pip install -q $pair -r "$REQS" > "$tmp/pip.log" 2>&1; then
+      say "venv: installed $pair"
+      installed=1
+      break
+    fi
+    say "venv: $pair is not to be had here; trying the next pair ($(grep -m1 ERROR "$tmp/pip.log"))"
+  done < <(grep '^#@torch ' "$REQS")
+  [ "$installed" = 1 ] || { cat "$tmp/pip.log"; echo "install-deps.sh: no torch pair of $REQS installs" >&2; exit 1; }
+  printf '%s\n' "$stamp" > "$VENV/.onnxc-stamp"
+fi
+# `import onnxc` in the venv too: the same .pth file, in its site-packages.
+VENV_SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+printf '%s\n' "$REPO/python" > "$VENV_SITE/onnxc.pth"
+say "venv: $("$VENV/bin/python" -c 'import torch, torchvision, transformers, onnxruntime; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__, "onnxruntime", onnxruntime.__version__)')"
 
 say "done"

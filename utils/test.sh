@@ -23,6 +23,10 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 
 PY=/usr/bin/python3
+# The torch 2.x lane's Python: the virtual environment utils/install-deps.sh
+# makes (pins in utils/venv-requirements.txt).
+VENV="${ONNXC_VENV:-$HOME/.cache/onnxc/venv-torch2}"
+VPY="$VENV/bin/python"
 LIT=(/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py)
 JOBS=2
 QUICK=0
@@ -284,6 +288,12 @@ counted decompositions "rerun with -v -k NAME for the failing program" \
 header "python: test/python/test_api.py"
 counted python "rerun with -v -k NAME for the failing test" \
   env ONNXC="$REPO/build/onnxc" "$PY" test/python/test_api.py
+
+# ---- 6b'. the Python API on torch 2.x (torch.export) ----
+header "python (torch 2.x): test/python/test_api.py in $VENV"
+[ -x "$VPY" ] || fail "python (torch 2.x)" "no $VPY: run bash utils/install-deps.sh"
+counted "python (torch 2.x)" "rerun with $VPY test/python/test_api.py -v -k NAME" \
+  env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_api.py
 
 # ---- 6c. the exporter's contract ----
 header "contract: test/contract/run_contract.py"
