@@ -43,6 +43,11 @@ import torch.fx
 __all__ = ["export", "write_safetensors"]
 
 _THIS_FILE = os.path.abspath(__file__)
+_REPO = os.path.dirname(os.path.dirname(_THIS_FILE))
+if os.path.join(_REPO, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(_REPO, "python"))
+from onnxc.bridge import hops as _hops  # noqa: E402
+_BRIDGE_DIR = os.path.dirname(os.path.abspath(_hops.__file__)) + os.sep
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 
@@ -466,10 +471,10 @@ class _SpecializeDataDependent:
         tag = getattr(torch.Tag, "data_dependent_output", None)
         me = self
 
-        def proxy_call(mode, func, args, kwargs):
+        def proxy_call(mode, func, *rest):   # torch 2.x passes pre_dispatch before args
             if tag is not None and tag in func.tags:
-                return me._specialize(func, args, kwargs)
-            return me.orig(mode, func, args, kwargs)
+                return me._specialize(func, rest[-2], rest[-1])
+            return me.orig(mode, func, *rest)
 
         pt.proxy_call = proxy_call
         return self
@@ -536,8 +541,8 @@ class _MultiResultMeta(_Patches):
             return isinstance(v, torch.Tensor) or (
                 isinstance(v, (tuple, list)) and any(tensors(x) for x in v))
 
-        def proxy_call(mode, func, args, kwargs):
-            out = orig(mode, func, args, kwargs)
+        def proxy_call(mode, func, *rest):   # torch 2.x passes pre_dispatch before args
+            out = orig(mode, func, *rest)
             if type(out) in (tuple, list) and tensors(out):
                 for t in out:
                     slot = pt.get_proxy_slot(t, mode.tracer, None) \
@@ -638,13 +643,29 @@ def _bind_inputs(model, args, kwargs):
     return named
 
 
-def _dim_name(spec):
+_GENERATED_DIM = re.compile(r"_(dim|dynamic_axes_)\d+$")
+
+
+def _dim_name(spec, leaf, d):
+    """The name of dim d of input `leaf` given as spec: a string, a
+    torch.export.Dim's name, or for Dim.AUTO / Dim.DYNAMIC `LEAF_dimD`.
+    None for Dim.STATIC and None (not dynamic)."""
+    if spec is None:
+        return None
     if isinstance(spec, str):
         return spec
+    hint = type(spec).__name__ == "_DimHint" or str(spec).startswith("DimHint(")
+    if hint:
+        return None if "STATIC" in str(spec) else "%s_dim%d" % (leaf, d)
     n = getattr(spec, "__name__", None)
     if isinstance(n, str):
         return n
     raise ExportError("dynamic_shapes: cannot name dim %r" % (spec,))
+
+
+def _named_dims(spec, leaf):
+    named = {d: _dim_name(s, leaf, d) for d, s in spec.items()}
+    return {d: n for d, n in named.items() if n is not None}
 
 
 def _dynamic_for_leaves(dynamic_shapes, named, leaves):
@@ -660,7 +681,7 @@ def _dynamic_for_leaves(dynamic_shapes, named, leaves):
         if spec is None:
             continue
         if key in leaf_index and isinstance(spec, dict) and all(isinstance(k, int) for k in spec):
-            result[leaf_index[key]] = {d: _dim_name(s) for d, s in spec.items()}
+            result[leaf_index[key]] = _named_dims(spec, key)
             continue
         # a structure matching the argument: flatten it alongside
         sub = []
@@ -668,7 +689,7 @@ def _dynamic_for_leaves(dynamic_shapes, named, leaves):
         for lname, dims in sub:
             if lname not in leaf_index:
                 raise ExportError("dynamic_shapes: no tensor input named %r" % lname)
-            result[leaf_index[lname]] = {d: _dim_name(s) for d, s in dims.items()}
+            result[leaf_index[lname]] = _named_dims(dims, lname)
     return result
 
 
@@ -1364,7 +1385,12 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     # whose fused fast path it keeps off (they take their fused kernels when
     # no torch function mode is active: _transformer_encoder_layer_fwd).
     rnn = mode != "symbolic" and any(isinstance(m, _TORCH_FUNCTION_MODULES) for m in model.modules())
-    with prov, _LinearNames(), _NativeDropout(), _FastPytree(), _NoRecompile(), _FastCreateArg(), \
+    # The fast paths patch torch 1.13's pytree and FX internals; torch 2.x
+    # has other ones (and a C++ pytree).
+    fast = _torch_version() < (2, 0)
+    nul = contextlib.nullcontext
+    with prov, _LinearNames(), _NativeDropout(), _FastPytree() if fast else nul(), \
+            _NoRecompile() if fast else nul(), _FastCreateArg() if fast else nul(), \
             (control.capturing() if control else contextlib.nullcontext()), \
             (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
             (contextlib.nullcontext() if mode == "symbolic" else _MultiResultMeta()), \
@@ -1924,15 +1950,138 @@ def _guard_holds_generally(expr, value, syms, names):
 # ---------------------------------------------------------------------------
 # tracer: torch >= 2.1 (torch.export)
 
-def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace):
+def _user_frame(exc):
+    """"file:line: source" of the innermost frame of the model's own code
+    (not torch's, the standard library's or the bridge's) in exc's
+    traceback or those it was raised from, or None."""
+    best = None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            fn = os.path.abspath(tb.tb_frame.f_code.co_filename)
+            if not (fn.startswith((_TORCH_DIR, _STDLIB_DIR, _BRIDGE_DIR)) or fn == _THIS_FILE
+                    or "site-packages" + os.sep + "torch" in fn or fn.startswith("<")):
+                best = (fn, tb.tb_lineno)
+            tb = tb.tb_next
+        if best is not None:
+            break
+        exc = exc.__cause__ or exc.__context__
+    if best is None:
+        return None
+    src = linecache.getline(best[0], best[1]).strip()
+    return "%s:%d%s" % (_short_path(best[0], os.getcwd()), best[1], ": " + src if src else "")
+
+
+def _first_lines(exc, n=6):
+    text = str(exc).strip()
+    lines = [l for l in text.splitlines() if l.strip()]
+    out = "\n".join(lines[:n])
+    return out + ("\n..." if len(lines) > n else "")
+
+
+def _specialized_dim_error(exc, dyn, leaves):
+    """torch.export's 'marked dynamic but specialized' error in the user's
+    names, or None when exc is another error."""
+    text = str(exc)
+    one = re.search(r"specialized due to hint of ([01]) for dimension inputs\['([^']+)'\]"
+                    r"\.shape\[(\d+)\]", text)
+    if one:
+        leaf, d = one.group(2), int(one.group(3))
+        li = next((i for i, (n, _) in enumerate(leaves) if n == leaf), None)
+        name = dyn.get(li, {}).get(d, "%s.%d" % (leaf, d))
+        return ("dynamic dim %r (dim %d of input %r) has example size %s, which torch.export "
+                "treats as a constant: trace with a size >= 2" % (name, d, leaf, one.group(1)))
+    m = re.search(r"You marked L\['([^']+)'\]\.size\(\)\[(\d+)\] as dynamic but your code "
+                  r"specialized it to be a constant \((\d+)\)", text)
+    if not m:
+        return None
+    leaf, d, size = m.group(1), int(m.group(2)), int(m.group(3))
+    li = next((i for i, (n, _) in enumerate(leaves) if n == leaf), None)
+    name = dyn.get(li, {}).get(d, "%s.%d" % (leaf, d)) if li is not None else "%s.%d" % (leaf, d)
+    if size < 2:
+        return ("dynamic dim %r (dim %d of input %r) has example size %d, which torch.export "
+                "treats as a constant: trace with a size >= 2" % (name, d, leaf, size))
+    return ("dynamic dim %r (dim %d of input %r) was specialized to its example size %d: the "
+            "model's code depends on it being exactly %d, so the graph would be valid at that "
+            "size only. Leave %r out of dynamic_shapes, or change the model so that it does "
+            "not need the exact size (for example reshape with -1)"
+            % (name, d, leaf, size, size, name))
+
+
+# The captures tried in turn on torch 2.x; the one that worked is named in
+# the .fxir's meta and the report.
+CAPTURES = ("torch.export", "torch.export (strict)", "make_fx", "draft_export")
+
+
+def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
+    """(ExportedProgram or None, the make_fx _Export or None, capture name).
+    torch.export (non-strict) first; when it fails, torch.export with
+    TorchDynamo (strict), then make_fx over the module (the torch 1.13
+    path, which specializes data-dependent Python to the example with a
+    warning), then draft_export.  A dynamic dim the model specializes is
+    the user's error, not a reason to try another capture."""
     from torch.export import Dim, export as texport
+    ds = _to_export_dims(dynamic_shapes, Dim)
+    named = _bind_inputs(model, args, kwargs)
+    leaves = []
+    for n, v, _ in named:
+        _flatten(n, v, leaves)
+    dyn = _dynamic_for_leaves(dynamic_shapes, named, leaves)
+    first = None
+    order = [only] if only else list(CAPTURES)
+    for how in order:
+        try:
+            if how == "torch.export":
+                return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                               strict=False), None, how
+            if how == "torch.export (strict)":
+                return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                               strict=True), None, how
+            if how == "make_fx":
+                return None, _trace_make_fx(model, args, kwargs, dynamic_shapes,
+                                            keep_inplace), how
+            if how == "draft_export":
+                from torch.export import draft_export
+                return draft_export(model, tuple(args), kwargs=kwargs or None,
+                                    dynamic_shapes=ds), None, how
+            raise ExportError("unknown capture %r (one of %s)" % (how, ", ".join(CAPTURES)))
+        except ExportError as e:
+            first = first or e
+        except Exception as e:   # noqa: BLE001 (the next capture may succeed)
+            if type(e).__name__ == "ControlFlowError":
+                raise   # onnxc.cond / a loop misused: the model's error
+
+            spec = _specialized_dim_error(e, dyn, leaves)
+            if spec:
+                raise ExportError(spec) from None
+            first = first or e
+    where = _user_frame(first)
+    raise ExportError("no capture could trace %s (tried %s). %s: %s%s"
+                      % (type(model).__name__, ", ".join(order), type(first).__name__,
+                         _first_lines(first),
+                         "\n  at %s" % where if where else "")) from first
+
+
+def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None):
     from torch.export.graph_signature import InputKind, OutputKind
 
-    ds = _to_export_dims(dynamic_shapes, Dim)
-    ep = texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds)
+    if isinstance(model, torch.export.ExportedProgram):
+        ep, how = model, "ExportedProgram"
+    else:
+        ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
+        if ex is not None:
+            ex.capture = how
+            return ex
     if not keep_inplace:
         ep = ep.run_decompositions({})   # functionalizes, decomposes nothing
     gm = ep.graph_module
+    try:
+        _hops.lower_higher_order_ops(gm)
+        _hops.drop_assertions(gm)
+    except _hops.HopError as e:
+        raise ExportError(str(e)) from None
     sig = ep.graph_signature
     ex = _Export()
     phs = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
@@ -2010,23 +2159,31 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace):
             expr = _sym_expr(sd) if not isinstance(sd, int) else None
             if expr is not None and getattr(expr, "is_Symbol", False):
                 name = dyn.get(li, {}).get(d)
-                if name is not None:
+                have = ex.dims.names.get(str(expr))
+                # torch.export makes dims it proves equal one symbol: the
+                # first name given wins, a name the user wrote over one
+                # made up for an unnamed dim (x_dim0, x_dynamic_axes_1).
+                if name is not None and (have is None or (_GENERATED_DIM.search(have)
+                                                          and not _GENERATED_DIM.search(name))):
                     ex.dims.names[str(expr)] = name
     ex.gm = gm
+    ex.capture = how
     return ex
 
 
 def _to_export_dims(dynamic_shapes, Dim):
-    """Turn {"x": {0: "batch"}} into torch.export Dim objects (one per name)."""
+    """Turn {"x": {0: "batch"}} into torch.export's dynamic_shapes: a name
+    becomes Dim.DYNAMIC; Dim objects, Dim.AUTO / Dim.DYNAMIC / Dim.STATIC
+    and None pass as they are."""
     if not dynamic_shapes:
         return None
-    made = {}
-
     def conv(s):
         if isinstance(s, str):
-            if s not in made:
-                made[s] = Dim(s)
-            return made[s]
+            # Dim.DYNAMIC, not Dim(name): torch.export then finds the
+            # ranges and the equalities between dims itself, and still
+            # refuses a dim the model specializes.  The names are put back
+            # on the traced symbols afterwards.
+            return Dim.DYNAMIC
         if isinstance(s, dict):
             return {k: conv(v) for k, v in s.items()}
         if isinstance(s, (list, tuple)):
@@ -2269,7 +2426,7 @@ def _from_dynamic_axes(dynamic_axes, renamed, output_names):
         if not isinstance(spec, dict) or not all(isinstance(d, int) for d in spec):
             raise ExportError("dynamic_axes[%r]: want {dim: name} or [dim, ...], not %r"
                               % (key, spec))
-        spec = {d: _dim_name(n) for d, n in spec.items()}
+        spec = {d: _dim_name(n, key, d) for d, n in spec.items()}
         if key in renamed:
             shapes[renamed[key]] = spec
         elif key in leaves:

@@ -24,6 +24,11 @@ __all__ = ["cond", "while_loop", "fori_loop"]
 _capture = [False]
 
 
+class ControlFlowError(TypeError):
+    """A misuse of cond or a loop (branches or a body whose results do not
+    match): the model's error, whichever capture traces it."""
+
+
 @contextlib.contextmanager
 def capturing(on=True):
     """While active, the primitives record If/Loop regions under make_fx."""
@@ -43,7 +48,7 @@ def _as_tuple(what, value):
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     for i, t in enumerate(items):
         if not isinstance(t, torch.Tensor):
-            raise TypeError("%s must be tensors; item %d is a %s"
+            raise ControlFlowError("%s must be tensors; item %d is a %s"
                             % (what, i, type(t).__name__))
     return items
 
@@ -52,14 +57,14 @@ def _same_structure(what, got, want, want_what):
     """got (what's results) has the count, dtypes and shapes of want
     (want_what: "true_fn's result", "carried value")."""
     if len(got) != len(want):
-        raise TypeError("%s returns %d tensor(s), not %d (one per %s)"
+        raise ControlFlowError("%s returns %d tensor(s), not %d (one per %s)"
                         % (what, len(got), len(want), want_what))
     for i, (a, b) in enumerate(zip(got, want)):
         if a.dtype != b.dtype:
-            raise TypeError("%s: result %d is %s, but %s %d is %s"
+            raise ControlFlowError("%s: result %d is %s, but %s %d is %s"
                             % (what, i, a.dtype, want_what, i, b.dtype))
         if tuple(a.shape) != tuple(b.shape):
-            raise TypeError("%s: result %d has shape %s, but %s %d has %s"
+            raise ControlFlowError("%s: result %d has shape %s, but %s %d has %s"
                             % (what, i, list(a.shape), want_what, i, list(b.shape)))
 
 
@@ -80,7 +85,7 @@ def _scalar(what, t, dtype):
     """t as a 0-d tensor of dtype (traced ops when tracing)."""
     if isinstance(t, torch.Tensor):
         if t.numel() != 1:
-            raise TypeError("%s must have one element, not shape %s" % (what, list(t.shape)))
+            raise ControlFlowError("%s must have one element, not shape %s" % (what, list(t.shape)))
         if t.dtype != dtype:
             t = t.to(dtype)
         return t.reshape(()) if t.dim() else t
@@ -119,7 +124,7 @@ def _proxy(mode, t, what):
     from torch.fx.experimental.proxy_tensor import get_proxy_slot
     p = get_proxy_slot(t, mode.tracer, None)
     if p is None:
-        raise TypeError("%s is a tensor the trace does not know (made outside the traced "
+        raise ControlFlowError("%s is a tensor the trace does not know (made outside the traced "
                         "model?)" % what)
     return p.proxy
 
@@ -216,7 +221,7 @@ def _trace_cond(mode, pred, true_fn, false_fn, ops):
         outs.append((out, _as_tuple("cond: " + what, out)))
     _same_structure("cond: false_fn", outs[1][1], outs[0][1], "true_fn's result")
     if not outs[0][1]:
-        raise TypeError("cond: the branches return no tensor")
+        raise ControlFlowError("cond: the branches return no tensor")
     with _no_tracing():     # fake tensors (named dynamic dims) have no value: either will do
         chosen = outs[0][1] if _fake(pred) or bool(pred) else outs[1][1]
     args = (_proxy(mode, pred, "cond's predicate"),
@@ -247,7 +252,7 @@ def _trace_loop(mode, n, cond_fn, body_fn, init, eager):
     """A Loop node: trip count n (a 0-d i64 tensor or None) and/or cond_fn."""
     carried = _as_tuple("the loop's carried values", init)
     if not carried:
-        raise TypeError("a loop needs at least one carried tensor")
+        raise ControlFlowError("a loop needs at least one carried tensor")
     first = None
     if cond_fn is not None:
         first = _scalar("cond_fn's result", cond_fn(*carried), torch.bool)
@@ -291,7 +296,7 @@ def cond(pred, true_fn, false_fn, operands=()):
     if mode is not None:
         return _trace_cond(mode, pred, true_fn, false_fn, ops)
     if isinstance(pred, torch.Tensor) and pred.numel() != 1:
-        raise TypeError("cond's predicate must have one element, not shape %s"
+        raise ControlFlowError("cond's predicate must have one element, not shape %s"
                         % list(pred.shape))
     return (true_fn if bool(pred) else false_fn)(*ops)
 
@@ -328,7 +333,7 @@ def fori_loop(n, body_fn, carried):
     mode = _proxy_mode()
     if isinstance(n, torch.Tensor) and (n.numel() != 1 or n.dtype.is_floating_point
                                         or n.dtype == torch.bool):
-        raise TypeError("fori_loop's trip count must be an int or a one-element integer "
+        raise ControlFlowError("fori_loop's trip count must be an int or a one-element integer "
                         "tensor, not %s %s" % (n.dtype, list(n.shape)))
 
     def eager():
