@@ -621,8 +621,21 @@ def _flatten_outputs(value, out):
         raise ExportError("model output of type %s is not a tensor" % type(value).__name__)
 
 
+def _is_program(model):
+    ep = getattr(getattr(torch, "export", None), "ExportedProgram", None)
+    return ep is not None and isinstance(model, ep)
+
+
 def _bind_inputs(model, args, kwargs):
-    """[(name, value)] for the forward's parameters, in signature order."""
+    """[(name, value)] for the forward's parameters, in signature order
+    (for an ExportedProgram: its user inputs, flattened, in order)."""
+    if _is_program(model):
+        from torch.export.graph_signature import InputKind
+        import torch.utils._pytree as pytree
+        names = [s.arg.name for s in model.graph_signature.input_specs
+                 if s.kind == InputKind.USER_INPUT]
+        flat = pytree.tree_leaves((tuple(args), dict(kwargs or {})))
+        return [(n, v, "pos") for n, v in zip(names, flat)]
     sig = inspect.signature(model.forward)
     bound = sig.bind(*args, **(kwargs or {}))
     named = []
@@ -1036,6 +1049,8 @@ class _Printer:
         ex = self.ex
         q = lambda k, v: "%s: %s" % (_quote(k), _quote(v))
         meta = []
+        if getattr(ex, "capture", None):
+            meta.append(q("pkg.onnxc.capture", ex.capture))
         names = []
         for v in ex.dims.names.values():
             if isinstance(v, str) and v not in names:
@@ -2010,6 +2025,10 @@ def _specialized_dim_error(exc, dyn, leaves):
             % (name, d, leaf, size, size, name))
 
 
+# The capture the last export used (one of CAPTURES, "ExportedProgram", or
+# "make_fx" on torch 1.13).
+last_capture = None
+
 # The captures tried in turn on torch 2.x; the one that worked is named in
 # the .fxir's meta and the report.
 CAPTURES = ("torch.export", "torch.export (strict)", "make_fx", "draft_export")
@@ -2067,7 +2086,7 @@ def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
 def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None):
     from torch.export.graph_signature import InputKind, OutputKind
 
-    if isinstance(model, torch.export.ExportedProgram):
+    if _is_program(model):
         ep, how = model, "ExportedProgram"
     else:
         ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
@@ -2207,8 +2226,8 @@ def _parse_stack_trace(text):
             func = rest.split(" in ", 1)[1].strip() if " in " in rest else "?"
         except (ValueError, IndexError):
             continue
-        if fn.startswith(_TORCH_DIR):
-            continue
+        if fn.startswith(_TORCH_DIR) or fn.startswith("<"):
+            continue    # torch's frames, and FX's generated code (<eval_with_key>.N)
         frames.append((fn, lineno, func))
     return frames
 
@@ -2218,7 +2237,7 @@ def _parse_stack_trace(text):
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
            source_root=None, input_names=None, output_names=None, dynamic_axes=None,
-           save_reference=False, training=None):
+           save_reference=False, training=None, capture=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -2253,12 +2272,20 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     as extra outputs, and dropout is random.
     """
     train = training_flag(training)
-    saved = [(m, m.training) for m in model.modules()]
+    if _is_program(model):
+        if args is None:
+            args, kwargs = model.example_inputs or ((), None)
+        if train:
+            raise ExportError("an ExportedProgram is traced already: its mode cannot change")
+        train = None
+    saved = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
     if train is not None:
         model.train(train)
+    if capture is not None and capture not in CAPTURES:
+        raise ExportError("capture must be one of %s, not %r" % (", ".join(CAPTURES), capture))
     try:
         return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
-                       input_names, output_names, dynamic_axes, save_reference)
+                       input_names, output_names, dynamic_axes, save_reference, capture)
     finally:
         for m, mode in saved:
             m.training = mode
@@ -2279,7 +2306,8 @@ def training_flag(training):
 
 
 def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
-            input_names, output_names, dynamic_axes, save_reference):
+            input_names, output_names, dynamic_axes, save_reference, capture=None):
+    global last_capture
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
     expected = _eager_outputs(model, args, kwargs) if save_reference else None
@@ -2296,7 +2324,10 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
             raise ExportError("give dynamic_shapes or dynamic_axes, not both")
         dynamic_shapes, output_dims = _from_dynamic_axes(dynamic_axes, renamed, output_names)
     if _torch_version() >= (2, 1) and hasattr(torch, "export"):
-        ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace)
+        ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
+    elif _is_program(model) or capture not in (None, "make_fx"):
+        raise ExportError("torch %s has no torch.export: the capture is make_fx"
+                          % torch.__version__)
     else:
         ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
     if not hasattr(ex, "weights_const"):
@@ -2311,7 +2342,9 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
                           % (len(output_names), len(ex.outputs)))
     ex.output_names = output_names
     ex.output_dims = output_dims
-    ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in model.named_modules()
+    last_capture = getattr(ex, "capture", "make_fx")
+    ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in
+                         (model.named_modules() if hasattr(model, "named_modules") else ())
                          for b in getattr(mod, "_non_persistent_buffers_set", ())}
     ex.module_name = type(model).__name__
     cls = type(model)
@@ -2505,6 +2538,9 @@ def main(argv=None):
     p.add_argument("--dynamic-batch", action="store_true",
                    help="make dim 0 of every input a symbolic dim named 'batch'")
     p.add_argument("--seed", type=int, default=0, help="RNG seed for weights and inputs (default 0)")
+    p.add_argument("--capture", choices=CAPTURES, default=None,
+                   help="torch 2.x: trace with this capture only (default: each in turn "
+                        "until one works: %s)" % ", ".join(CAPTURES))
     p.add_argument("--functionalize", action="store_true",
                    help="functionalize while tracing instead of keeping in-place ops")
     p.add_argument("--save-reference", action="store_true",
@@ -2538,7 +2574,8 @@ def main(argv=None):
         dyn = {n: {0: "batch"} for n in params}
     try:
         export(model, tuple(inputs), a.output, dynamic_shapes=dyn,
-               keep_inplace=not a.functionalize, save_reference=a.save_reference)
+               keep_inplace=not a.functionalize, save_reference=a.save_reference,
+               capture=a.capture)
     except ExportError as e:
         print("fxir_export: error: %s" % e, file=sys.stderr)
         return 1

@@ -115,7 +115,7 @@ def _external_flag(external_data):
 
 def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
            output_names=None, opset=18, optimize="O2", outline=False, report=None,
-           external_data=None, dynamic_axes=None, training="eval"):
+           external_data=None, dynamic_axes=None, training="eval", capture=None):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns `f`.
 
     Arguments that torch.onnx.export also has mean the same:
@@ -142,6 +142,14 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
       optimize        "O0", "O1" or "O2" (default)
       outline         True: nn.Modules become ONNX local functions; a list of
                       class names (or classes): only those
+      capture         torch 2.x: None (default) tries torch.export, then
+                      torch.export with TorchDynamo ("torch.export (strict)"),
+                      then "make_fx", then "draft_export", and keeps the first
+                      that traces the model (named in the report and in the
+                      model's metadata); a name uses that capture only
+
+    `model` may also be a torch.export.ExportedProgram (args None: its
+    example inputs).
     """
     onnxc = find_onnxc()
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
@@ -160,7 +168,7 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
         try:
             text = bridge.export(model, args, fxir, kwargs=kwargs, dynamic_shapes=dynamic_shapes,
                                  input_names=input_names, output_names=output_names,
-                                 dynamic_axes=dynamic_axes, training=training)
+                                 dynamic_axes=dynamic_axes, training=training, capture=capture)
         except bridge.ExportError as e:
             steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
             err = ConversionError("export: %s" % e, diagnostics=str(e))
@@ -170,7 +178,8 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
             steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
             _write_report(report_path, steps, "%s: %s" % (type(e).__name__, e), None, None, None)
             raise
-        steps.append(("trace the model (utils/fxir_export.py)", True, time.perf_counter() - t0))
+        steps.append(("trace the model (utils/fxir_export.py, capture: %s)" % bridge.last_capture,
+                      True, time.perf_counter() - t0))
         out = os.path.abspath(f)
         cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out]
         if report_path:

@@ -292,6 +292,8 @@ def cond(pred, true_fn, false_fn, operands=()):
     (weights, earlier values); they should not write into tensors they did
     not create."""
     ops = _operands(operands)
+    if isinstance(pred, torch.Tensor) and _torch_exporting():
+        return _export_cond(pred, true_fn, false_fn, ops)
     mode = _proxy_mode() if isinstance(pred, torch.Tensor) else None
     if mode is not None:
         return _trace_cond(mode, pred, true_fn, false_fn, ops)
@@ -318,6 +320,9 @@ def while_loop(cond_fn, body_fn, carried):
             c = new
         return c
 
+    if _torch_exporting():
+        return _pack(carried, _export_while(cond_fn, body_fn,
+                                            _as_tuple("the loop's carried values", carried)))
     if mode is not None:
         return _trace_loop(mode, None, cond_fn, body_fn, carried, eager)
     return _pack(carried, eager())
@@ -346,6 +351,9 @@ def fori_loop(n, body_fn, carried):
             c = new
         return c
 
+    if _torch_exporting():
+        return _pack(carried, _export_fori(n, body_fn,
+                                           _as_tuple("the loop's carried values", carried)))
     if mode is not None:
         nt = _scalar("fori_loop's trip count", n, torch.int64) \
             if isinstance(n, torch.Tensor) else None
@@ -358,3 +366,68 @@ def fori_loop(n, body_fn, carried):
 def _constant(mode, value):
     """A 0-d int64 tensor the trace knows (a lifted constant)."""
     return torch.tensor(value, dtype=torch.int64)
+
+
+# ---- under torch.export (torch 2.x): PyTorch's own control-flow ops ---------------
+#
+# torch.export records torch.cond and torch's while_loop as higher-order ops,
+# which the bridge lowers to If and Loop (onnxc.bridge.hops); the checks of
+# the results' structure stay ours, so a misuse reads the same on every
+# torch.
+
+def _torch_exporting():
+    if _capture[0]:
+        return False    # make_fx capture: the regions are recorded above
+    compiler = getattr(torch, "compiler", None)
+    is_exporting = getattr(compiler, "is_exporting", None)
+    return bool(is_exporting and is_exporting())
+
+
+def _checked(fn, what, like, like_what):
+    def run(*args):
+        out = _as_tuple(what, fn(*args))
+        _same_structure(what, out, like, like_what)
+        return out
+    return run
+
+
+def _export_cond(pred, true_fn, false_fn, ops):
+    pred = _scalar("cond's predicate", pred, torch.bool)
+
+    def branch(fn, what):
+        def run(*args):     # no side effects: torch.cond traces it with TorchDynamo
+            raw = fn(*args)
+            _as_tuple(what, raw)
+            return tuple(raw) if isinstance(raw, list) else raw
+        return run
+
+    return torch.cond(pred if pred.dim() == 0 else pred.reshape(()), branch(true_fn, "cond: true_fn"),
+                      branch(false_fn, "cond: false_fn"), tuple(ops))
+
+
+def _torch_while_loop():
+    from torch._higher_order_ops.while_loop import while_loop as torch_while
+    return torch_while
+
+
+def _export_while(cond_fn, body_fn, carried):
+    def test(*c):
+        r = cond_fn(*c)
+        return _scalar("cond_fn's result", r, torch.bool).reshape(())
+
+    body = _checked(body_fn, "body_fn", carried, "carried value")
+    return tuple(_torch_while_loop()(test, lambda *c: tuple(t.clone() for t in body(*c)),
+                                     tuple(carried)))
+
+
+def _export_fori(n, body_fn, carried):
+    count = n if isinstance(n, torch.Tensor) else torch.tensor(int(n), dtype=torch.int64)
+    count = count.reshape(()).to(torch.int64)
+    i0 = torch.zeros((), dtype=torch.int64)
+    body = _checked(body_fn, "body_fn", carried, "carried value")
+
+    def step(i, k, *c):
+        return (i + 1, k.clone()) + tuple(t.clone() for t in body(i, *c))
+
+    out = _torch_while_loop()(lambda i, k, *c: i < k, step, (i0, count) + tuple(carried))
+    return tuple(out[2:])

@@ -1,9 +1,10 @@
 # lit configuration for onnxc's tests.
 #
 # Run with:  /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv test/lit
-# Substitutions: %onnxc %decomps %examples %inputs %python %ort_run.
+# Substitutions: %onnxc %decomps %examples %inputs %python %vpython %ort_run.
 # Features: asan (ONNXC_SANITIZE=1), ort (onnxruntime-node installed), dot
-# (Graphviz installed).
+# (Graphviz installed), torch2 (the torch 2.x lane's virtual environment,
+# $ONNXC_VENV or ~/.cache/onnxc/venv-torch2, whose python is %vpython).
 # The binary under test is $ONNXC_BUILD (the onnxc binary, or a build
 # directory holding it), by default <repo>/build/onnxc.
 
@@ -55,6 +56,14 @@ if os.path.exists(os.path.join(repo, "utils", "node", "node_modules", "onnxrunti
 import shutil
 if shutil.which("dot"):
     config.available_features.add("dot")
+
+# `REQUIRES: torch2` for tests of the bridge on torch 2.x (torch.export).
+venv = os.environ.get("ONNXC_VENV") or os.path.join(os.path.expanduser("~"), ".cache", "onnxc",
+                                                    "venv-torch2")
+vpython = os.path.join(venv, "bin", "python")
+config.substitutions.append(("%vpython", vpython))
+if os.access(vpython, os.X_OK):
+    config.available_features.add("torch2")
 
 if os.environ.get("ONNXC_SANITIZE") == "1":
     config.available_features.add("asan")
