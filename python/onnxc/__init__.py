@@ -4,7 +4,7 @@
     onnxc.export(model, (input_ids,), "llm.onnx",
                  dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
 
-The model is traced by the exporter bridge (utils/fxir_export.py) into a
+The model is traced by the exporter bridge (onnxc.bridge) into a
 .fxir file and a .safetensors file in a temporary directory, then compiled by
 the onnxc binary.  A conversion that fails raises ConversionError, whose
 message carries onnxc's diagnostics (`file:line:col: error: ...`, with the
@@ -27,7 +27,6 @@ __all__ = ["export", "ConversionError", "find_onnxc", "cond", "while_loop", "for
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
-_BRIDGE = os.path.join(_REPO, "utils", "fxir_export.py")
 
 
 class ConversionError(Exception):
@@ -67,20 +66,9 @@ def find_onnxc():
 
 
 def _bridge():
-    """utils/fxir_export.py as a module (the one already imported, if any)."""
-    mod = sys.modules.get("fxir_export")
-    if mod is not None and os.path.abspath(getattr(mod, "__file__", "")) == _BRIDGE:
-        return mod
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("fxir_export", _BRIDGE)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fxir_export"] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules["fxir_export"]
-        raise
-    return mod
+    """The exporter bridge (onnxc.bridge), imported on first use."""
+    from . import bridge
+    return bridge
 
 
 def _opt_flag(optimize):
@@ -170,15 +158,15 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
                                  input_names=input_names, output_names=output_names,
                                  dynamic_axes=dynamic_axes, training=training, capture=capture)
         except bridge.ExportError as e:
-            steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
+            steps.append(("trace the model (onnxc.bridge)", False, time.perf_counter() - t0))
             err = ConversionError("export: %s" % e, diagnostics=str(e))
             _write_report(report_path, steps, str(e), None, None, None)
             raise err from None
         except Exception as e:
-            steps.append(("trace the model (utils/fxir_export.py)", False, time.perf_counter() - t0))
+            steps.append(("trace the model (onnxc.bridge)", False, time.perf_counter() - t0))
             _write_report(report_path, steps, "%s: %s" % (type(e).__name__, e), None, None, None)
             raise
-        steps.append(("trace the model (utils/fxir_export.py, capture: %s)" % bridge.last_capture,
+        steps.append(("trace the model (onnxc.bridge, capture: %s)" % bridge.last_capture,
                       True, time.perf_counter() - t0))
         out = os.path.abspath(f)
         cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out]
@@ -252,7 +240,7 @@ def _write_report(path, steps, errors, fxir_text, stats, listing):
     for name, ok, secs in steps:
         lines.append("%s %s (%.2f s)" % ("✅" if ok else "❌", name, secs))
     done = len(steps)
-    for name in ("trace the model (utils/fxir_export.py)", "compile with onnxc")[done:]:
+    for name in ("trace the model (onnxc.bridge)", "compile with onnxc")[done:]:
         lines.append("⚪ " + name)
     lines += ["```", "", "## Error messages", "", "```", errors.strip() or "No errors", "```"]
     if fxir_text is not None:

@@ -27,7 +27,6 @@ __all__ = ["lower_higher_order_ops", "drop_assertions", "HopError"]
 class HopError(Exception):
     """A higher-order op this bridge cannot lower (named, with its node)."""
 
-
 def _hop(name):
     return getattr(torch.ops.higher_order, name, None)
 

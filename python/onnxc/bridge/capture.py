@@ -1,0 +1,179 @@
+"""The torch.export capture (torch 2.x) and the fallbacks tried in turn
+when it fails; the higher-order ops of its graph are lowered (hops).
+"""
+
+from .common import ExportError
+from .dims import (
+    _GENERATED_DIM,
+    _bind_inputs,
+    _dynamic_for_leaves,
+    _flatten,
+    _is_program,
+    _specialized_dim_error,
+    _sym_expr,
+    _to_export_dims)
+from .meta import _first_lines, _parse_stack_trace, _user_frame
+from .writer import _Export
+from .make_fx import _trace_make_fx
+from . import hops as _hops
+
+
+# The captures tried in turn on torch 2.x; the one that worked is named in
+# the .fxir's meta and the report.
+CAPTURES = ("torch.export", "torch.export (strict)", "make_fx", "draft_export")
+
+
+def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
+    """(ExportedProgram or None, the make_fx _Export or None, capture name).
+    torch.export (non-strict) first; when it fails, torch.export with
+    TorchDynamo (strict), then make_fx over the module (the torch 1.13
+    path, which specializes data-dependent Python to the example with a
+    warning), then draft_export.  A dynamic dim the model specializes is
+    the user's error, not a reason to try another capture."""
+    from torch.export import Dim, export as texport
+    ds = _to_export_dims(dynamic_shapes, Dim)
+    named = _bind_inputs(model, args, kwargs)
+    leaves = []
+    for n, v, _ in named:
+        _flatten(n, v, leaves)
+    dyn = _dynamic_for_leaves(dynamic_shapes, named, leaves)
+    first = None
+    order = [only] if only else list(CAPTURES)
+    for how in order:
+        try:
+            if how == "torch.export":
+                return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                               strict=False), None, how
+            if how == "torch.export (strict)":
+                return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                               strict=True), None, how
+            if how == "make_fx":
+                return None, _trace_make_fx(model, args, kwargs, dynamic_shapes,
+                                            keep_inplace), how
+            if how == "draft_export":
+                from torch.export import draft_export
+                return draft_export(model, tuple(args), kwargs=kwargs or None,
+                                    dynamic_shapes=ds), None, how
+            raise ExportError("unknown capture %r (one of %s)" % (how, ", ".join(CAPTURES)))
+        except ExportError as e:
+            first = first or e
+        except Exception as e:   # noqa: BLE001 (the next capture may succeed)
+            if type(e).__name__ == "ControlFlowError":
+                raise   # onnxc.cond / a loop misused: the model's error
+
+            spec = _specialized_dim_error(e, dyn, leaves)
+            if spec:
+                raise ExportError(spec) from None
+            first = first or e
+    where = _user_frame(first)
+    raise ExportError("no capture could trace %s (tried %s). %s: %s%s"
+                      % (type(model).__name__, ", ".join(order), type(first).__name__,
+                         _first_lines(first),
+                         "\n  at %s" % where if where else "")) from first
+
+
+def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None):
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    if _is_program(model):
+        ep, how = model, "ExportedProgram"
+    else:
+        ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
+        if ex is not None:
+            ex.capture = how
+            return ex
+    if not keep_inplace:
+        ep = ep.run_decompositions({})   # functionalizes, decomposes nothing
+    gm = ep.graph_module
+    try:
+        _hops.lower_higher_order_ops(gm)
+        _hops.drop_assertions(gm)
+    except _hops.HopError as e:
+        raise ExportError(str(e)) from None
+    sig = ep.graph_signature
+    ex = _Export()
+    phs = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    ex.weights_const = {}
+    for spec in sig.input_specs:
+        node = phs[spec.arg.name]
+        if spec.kind == InputKind.PARAMETER:
+            ex.placeholders[node] = ("param", spec.target)
+            ex.weights[spec.target] = ep.state_dict[spec.target].detach()
+        elif spec.kind == InputKind.BUFFER:
+            if spec.target in ep.state_dict:
+                t = ep.state_dict[spec.target]
+            else:   # non-persistent buffers live with the constants
+                t = ep.constants[spec.target]
+            ex.placeholders[node] = ("buffer", spec.target)
+            ex.weights[spec.target] = t.detach()
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            ex.placeholders[node] = ("const", spec.target)
+            ex.weights_const[spec.target] = ep.constants[spec.target]
+        elif spec.kind == InputKind.USER_INPUT:
+            ex.placeholders[node] = ("input", spec.arg.name)
+        else:
+            raise ExportError("input %s of kind %s is not supported" % (spec.arg.name, spec.kind))
+
+    out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
+    out_args = list(out_node.args[0])
+    by_input_name = {s.arg.name: phs[s.arg.name] for s in sig.input_specs}
+    target_to_ph = {s.target: phs[s.arg.name] for s in sig.input_specs if s.target is not None}
+    for spec, value in zip(sig.output_specs, out_args):
+        if spec.kind == OutputKind.USER_OUTPUT:
+            ex.outputs.append(value)
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            ex.mutations.append((target_to_ph[spec.target], value))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            ex.mutations.append((by_input_name[spec.target], value))
+        else:
+            raise ExportError("output of kind %s is not supported" % spec.kind)
+
+    # Provenance from the metadata torch.export records.
+    for node in gm.graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if stack:
+            scope = []
+            for _, (path, cls) in stack.items():
+                if not isinstance(cls, str):
+                    cls = "%s.%s" % (cls.__module__, cls.__qualname__)
+                if path.startswith("L['self']."):
+                    path = path[len("L['self']."):]
+                elif path == "L['self']":
+                    path = ""
+                scope.append((path, cls))
+            node.meta["fxir_scope"] = scope
+        elif node.op == "call_function":
+            node.meta["fxir_scope"] = []
+        st = node.meta.get("stack_trace")
+        if st:
+            node.meta["fxir_frames"] = _parse_stack_trace(st)
+
+    # Symbolic dims: the user's names for the input symbols.
+    user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    named = _bind_inputs(model, args, kwargs)
+    leaves = []
+    for n, v, _ in named:
+        _flatten(n, v, leaves)
+    dyn = _dynamic_for_leaves(dynamic_shapes, named, leaves)
+    if len(user_specs) == len(leaves):
+        # Name the inputs like the make_fx path does (x, inputs_a, xs_0).
+        for spec, (lname, _) in zip(user_specs, leaves):
+            ex.placeholders[phs[spec.arg.name]] = ("input", lname)
+    for li, spec in enumerate(user_specs):
+        val = phs[spec.arg.name].meta.get("val")
+        if val is None or li >= len(leaves):
+            continue
+        for d, sd in enumerate(getattr(val, "shape", ())):
+            expr = _sym_expr(sd) if not isinstance(sd, int) else None
+            if expr is not None and getattr(expr, "is_Symbol", False):
+                name = dyn.get(li, {}).get(d)
+                have = ex.dims.names.get(str(expr))
+                # torch.export makes dims it proves equal one symbol: the
+                # first name given wins, a name the user wrote over one
+                # made up for an unnamed dim (x_dim0, x_dynamic_axes_1).
+                if name is not None and (have is None or (_GENERATED_DIM.search(have)
+                                                          and not _GENERATED_DIM.search(name))):
+                    ex.dims.names[str(expr)] = name
+    ex.gm = gm
+    ex.capture = how
+    return ex
