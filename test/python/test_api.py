@@ -10,6 +10,8 @@ The onnxc binary is $ONNXC, else build/onnxc.  The last line is
 """
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -313,6 +315,67 @@ class ApiTest(TempDirTest):
         self.assertEqual(dims(onnx.load(f).graph.input[0]), ["batch", 5])
 
 
+TORCH2 = torch.__version__ >= "2"
+ONLY_TORCH2 = "torch.export, torch 2.x only: the torch 1.13 lane traces with make_fx"
+
+
+class Torch2Test(TempDirTest):
+    """What the bridge does on torch 2.x (torch.export): the capture used
+    is named, a model no capture traces fails with its source line, an
+    ExportedProgram is a model, higher-order ops become If / Loop."""
+
+    check_runs = ApiTest.check_runs
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_fallback_capture_is_named(self):
+        """torch.export refuses ReadsValues (int(t) on a traced value):
+        make_fx, the next capture, traces it, and the report says so."""
+        model = ReadsValues()
+        x, lengths = torch.rand(2, 6, 3), torch.tensor([4, 2])
+        f = self.path("reads.onnx")
+        with contextlib.redirect_stderr(io.StringIO()):
+            onnxc.export(model, (x, lengths), f, report=True)
+        with open(self.path("reads_report.md"), encoding="utf-8") as fh:
+            self.assertIn("capture: make_fx", fh.read())
+        meta = {p.key: p.value for p in onnx.load(f).graph.metadata_props}
+        self.assertEqual(meta.get("pkg.onnxc.capture"), "make_fx")
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_capture_error_names_the_line(self):
+        """With torch.export alone, the error names the capture, torch's
+        reason and the model's own source line."""
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(ReadsValues(), (torch.rand(2, 6, 3), torch.tensor([4, 2])),
+                         self.path("r.onnx"), capture="torch.export")
+        msg = str(cm.exception)
+        self.assertIn("no capture could trace ReadsValues (tried torch.export)", msg)
+        self.assertRegex(msg, r"test_api\.py:\d+: n = int\(lengths\.max\(\)\)")
+        with self.assertRaises(onnxc.ConversionError):
+            onnxc.export(MLP(), (torch.randn(2, 16),), self.path("m.onnx"), capture="jit")
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_exported_program(self):
+        model = MLP().eval()
+        x = torch.randn(3, 16)
+        ep = torch.export.export(model, (x,))
+        f = self.path("ep.onnx")
+        onnxc.export(ep, None, f)
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_torch_control_flow(self):
+        """torch.cond is an If, both branches computed right."""
+        class Branches(torch.nn.Module):
+            def forward(self, x):
+                return torch.cond(x.sum() > 0, lambda x: x.sin() * 2, lambda x: x.cos() - 1, (x,))
+        model, x = Branches(), torch.rand(2, 3)
+        f = self.path("cond.onnx")
+        onnxc.export(model, (x,), f)
+        self.assertIn("If", {n.op_type for n in onnx.load(f).graph.node})
+        for v in (x, -x):
+            self.check_runs(model, f, {"x": v.numpy()}, (v,))
+
+
 def main(case=None, doc=None):
     """Runs the tests of `case` (default ApiTest) with -v and -k; the last
     line printed is the counts."""
@@ -323,7 +386,8 @@ def main(case=None, doc=None):
     loader = unittest.TestLoader()
     if a.pattern:
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
-    suite = loader.loadTestsFromTestCase(case or ApiTest)
+    suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
+                                for c in ([case] if case else [ApiTest, Torch2Test])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)

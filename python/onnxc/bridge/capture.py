@@ -2,6 +2,10 @@
 when it fails; the higher-order ops of its graph are lowered (hops).
 """
 
+import contextlib
+import io
+import sys
+
 from .common import ExportError
 from .dims import (
     _GENERATED_DIM,
@@ -30,7 +34,7 @@ def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
     path, which specializes data-dependent Python to the example with a
     warning), then draft_export.  A dynamic dim the model specializes is
     the user's error, not a reason to try another capture."""
-    from torch.export import Dim, export as texport
+    from torch.export import Dim
     ds = _to_export_dims(dynamic_shapes, Dim)
     named = _bind_inputs(model, args, kwargs)
     leaves = []
@@ -40,36 +44,50 @@ def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
     first = None
     order = [only] if only else list(CAPTURES)
     for how in order:
+        # A capture that fails may print pages of graph code on the way;
+        # what it printed is shown only if it succeeds (its warnings).
+        out, err = io.StringIO(), io.StringIO()
         try:
-            if how == "torch.export":
-                return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
-                               strict=False), None, how
-            if how == "torch.export (strict)":
-                return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
-                               strict=True), None, how
-            if how == "make_fx":
-                return None, _trace_make_fx(model, args, kwargs, dynamic_shapes,
-                                            keep_inplace), how
-            if how == "draft_export":
-                from torch.export import draft_export
-                return draft_export(model, tuple(args), kwargs=kwargs or None,
-                                    dynamic_shapes=ds), None, how
-            raise ExportError("unknown capture %r (one of %s)" % (how, ", ".join(CAPTURES)))
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                result = _run_capture(how, model, args, kwargs, dynamic_shapes, ds,
+                                      keep_inplace)
         except ExportError as e:
             first = first or e
+            continue
         except Exception as e:   # noqa: BLE001 (the next capture may succeed)
             if type(e).__name__ == "ControlFlowError":
                 raise   # onnxc.cond / a loop misused: the model's error
-
             spec = _specialized_dim_error(e, dyn, leaves)
             if spec:
                 raise ExportError(spec) from None
             first = first or e
+            continue
+        sys.stdout.write(out.getvalue())
+        sys.stderr.write(err.getvalue())
+        return result + (how,)
     where = _user_frame(first)
     raise ExportError("no capture could trace %s (tried %s). %s: %s%s"
                       % (type(model).__name__, ", ".join(order), type(first).__name__,
                          _first_lines(first),
                          "\n  at %s" % where if where else "")) from first
+
+
+def _run_capture(how, model, args, kwargs, dynamic_shapes, ds, keep_inplace):
+    """(ExportedProgram, None) or (None, make_fx's _Export) from one capture."""
+    from torch.export import export as texport
+    if how == "torch.export":
+        return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                       strict=False), None
+    if how == "torch.export (strict)":
+        return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                       strict=True), None
+    if how == "make_fx":
+        return None, _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
+    if how == "draft_export":
+        from torch.export import draft_export
+        return draft_export(model, tuple(args), kwargs=kwargs or None,
+                            dynamic_shapes=ds), None
+    raise ExportError("unknown capture %r (one of %s)" % (how, ", ".join(CAPTURES)))
 
 
 def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None):
