@@ -1049,6 +1049,11 @@ A(cases_resample.cases(sys.modules[__name__]))
 import cases_vision  # noqa: E402
 A(cases_vision.cases(sys.modules[__name__]))
 
+# -- the ATen ops of PyTorch 2.x programs (decomps/torch2.fxir):
+#    test/decomp/cases_torch2.py --
+import cases_torch2  # noqa: E402
+A(cases_torch2.cases(sys.modules[__name__]))
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
