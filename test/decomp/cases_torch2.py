@@ -124,7 +124,17 @@ def cases(m):
         C("aten::grid_sampler", f("f32[2,3,5,6]"), f("f32[2,4,3,2]", lo=-1.3, hi=1.3), 0, 0, False),
         C("aten::grid_sampler", f("f32[1,2,4,4]"), f("f32[1,3,3,2]", lo=-1.1, hi=1.1), 1, 1, True,
           id="grid_sampler-nearest-border"),
+        C("aten::grid_sampler", f("f32[1,2,3,4,5]"), f("f32[1,2,3,4,3]", lo=-1.2, hi=1.2), 0, 0, False,
+          opset=20, id="grid_sampler-3d"),
     ])
+    for interp in (0, 1):
+        for pad in (0, 1, 2):
+            for corners in (False, True):
+                A([C("aten::grid_sampler_3d", f("f32[2,2,3,4,5]"), f("f32[2,3,2,4,3]", lo=-1.3, hi=1.3),
+                     interp, pad, corners, opset=20,
+                     id="grid_sampler_3d-%s-%s%s" % (("trilinear", "nearest")[interp],
+                                                     ("zeros", "border", "reflection")[pad],
+                                                     "-corners" if corners else ""))])
 
     # -- linspace: every dtype PyTorch takes, even and odd counts --
     A([
@@ -188,6 +198,17 @@ def cases(m):
         C("aten::trace", f("f32[5,2]"), id="trace-tall"),
     ])
 
+    # -- conv3d.padding --
+    A([
+        C("aten::conv3d.padding", f("f32[1,2,5,5,5]"), f("f32[3,2,3,3,3]"), f("f32[3]"), [1, 1, 1], "same"),
+        C("aten::conv3d.padding", f("f32[1,2,5,6,4]"), f("f32[3,2,2,3,4]"), None, [1, 1, 1], "same", [1, 2, 1],
+          id="conv3d.padding-same-odd"),
+        C("aten::conv3d.padding", f("f32[1,4,5,5,5]"), f("f32[4,2,2,2,2]"), f("f32[4]"), [1, 1, 1], "same",
+          [2, 1, 1], 2, id="conv3d.padding-same-groups"),
+        C("aten::conv3d.padding", f("f32[1,2,5,5,5]"), f("f32[3,2,3,3,3]"), f("f32[3]"), [2, 1, 2], "valid",
+          id="conv3d.padding-valid"),
+    ])
+
     # -- index_add, index_copy --
     A([
         C("aten::index_add", f("f32[5,3]"), 0, i("i64[4]", lo=0, hi=5), f("f32[4,3]")),
@@ -215,6 +236,16 @@ def cases(m):
               id="cross_entropy_loss-probs-%d" % red),
             C("aten::cross_entropy_loss", f("f32[3,4,2]"), f("f32[3,4,2]", lo=0.0, hi=1.0), f("f32[4]", **POS),
               red, -100, 0.2, id="cross_entropy_loss-probs-weight-smooth-%d" % red),
+        ])
+        A([
+            C("aten::cross_entropy_loss", f("f32[6,5]"), i("i64[6]", lo=0, hi=5), None, red, 1, 0.1,
+              id="cross_entropy_loss-smooth-ignore-%d" % red),
+            C("aten::cross_entropy_loss", f("f32[2,5,3]"), i("i64[2,3]", lo=0, hi=5), f("f32[5]", **POS), red,
+              2, 0.25, id="cross_entropy_loss-smooth-weight-ignore-%d" % red),
+            C("aten::cross_entropy_loss", f("f32[5]"), i("i64[]", lo=0, hi=5), f("f32[5]", **POS), red,
+              id="cross_entropy_loss-unbatched-%d" % red),
+            C("aten::cross_entropy_loss", f("f32[5]"), i("i64[]", lo=0, hi=5), None, red, -100, 0.3,
+              id="cross_entropy_loss-unbatched-smooth-%d" % red),
         ])
     A([C("aten::cross_entropy_loss", f("f32[4,5]"), i("i64[4]", lo=0, hi=5), f("f32[5]", **POS), 1, 3,
          id="cross_entropy_loss-weight-ignore")])
