@@ -209,6 +209,25 @@ def cases(m):
           id="conv3d.padding-valid"),
     ])
 
+    # -- unfold, item, random tensors (shapes and dtypes only) --
+    A([
+        C("aten::unfold", f("f32[2,7,3]"), 1, 3, 2),
+        C("aten::unfold", f("f32[2,7,3]"), -1, 2, 1, id="unfold-last"),
+        C("aten::unfold", f("f32[9]"), 0, 2, 3, id="unfold-1d-gaps"),
+        C("aten::unfold", f("f32[2,3,6,6]"), 2, 6, 1, id="unfold-whole"),
+        C("aten::unfold", f("f32[1,2,8,5]"), -2, 3, 3, id="unfold-patches"),
+        C("aten::item", f("f32[]")),
+        C("aten::item", f("f32[1,1]"), id="item-1x1"),
+        C("aten::rand_like", f("f32[3,4]"), shape_only=True),
+        C("aten::rand_like", f("f32[3,4]"), dtype=DT("f64"), shape_only=True, id="rand_like-f64"),
+        C("aten::randn_like", f("f32[3,4]"), shape_only=True),
+        C("aten::randn_like", f("f32[3,4]"), dtype=DT("f64"), shape_only=True, id="randn_like-f64"),
+        C("aten::randint", 10, [2, 3], shape_only=True),
+        C("aten::randint", 10, [2, 3], dtype=DT("i32"), shape_only=True, id="randint-i32"),
+        C("aten::randint.low", -3, 5, [4], shape_only=True),
+        C("aten::randint.low", 0, 2, [4], dtype=DT("f32"), shape_only=True, id="randint.low-f32"),
+    ])
+
     # -- index_add, index_copy --
     A([
         C("aten::index_add", f("f32[5,3]"), 0, i("i64[4]", lo=0, hi=5), f("f32[4,3]")),

@@ -62,6 +62,9 @@ _KNOWN = [
     ("_local_scalar_dense", ("f64", "f16", "i32", "i8", "u8"),
      "PyTorch returns a Python number, which the check types f32 or i64; the model keeps the "
      "tensor's dtype"),
+    ("item*", ("f64", "f16", "i32", "i8", "u8"),
+     "PyTorch returns a Python number, which the check types f32 or i64; the model keeps the "
+     "tensor's dtype"),
     ("avg_pool2d_backward*", ("i64",), "integer gradients go through ConvTranspose, which takes floats"),
     ("convolution_backward-stride-pad-dilation", ("i64",),
      "integer gradients go through ConvTranspose, which takes floats"),
