@@ -16,7 +16,7 @@ from .dims import (
     _specialized_dim_error,
     _sym_expr,
     _to_export_dims)
-from .meta import _first_lines, _parse_stack_trace, _user_frame
+from .meta import _first_lines, _parse_stack_trace, _user_frame, located
 from .writer import _Export
 from .make_fx import _trace_make_fx
 from . import hops as _hops
@@ -41,6 +41,10 @@ def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
     for n, v, _ in named:
         _flatten(n, v, leaves)
     dyn = _dynamic_for_leaves(dynamic_shapes, named, leaves)
+    if isinstance(ds, dict) and set(ds) <= {n for n, _, _ in named}:
+        # torch.export wants every input named; torch.onnx.export's users
+        # name only the dynamic ones: the others are static.
+        ds = {n: ds.get(n) for n, _, _ in named}
     first = None
     order = [only] if only else list(CAPTURES)
     for how in order:
@@ -107,7 +111,7 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, captu
         _hops.lower_higher_order_ops(gm)
         _hops.drop_assertions(gm)
     except _hops.HopError as e:
-        raise ExportError(str(e)) from None
+        raise located(ExportError(str(e)), e.node) from None
     sig = ep.graph_signature
     ex = _Export()
     phs = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}

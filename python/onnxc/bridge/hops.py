@@ -3,11 +3,13 @@
 torch.export keeps some regions of a program as submodules called by a
 higher-order op (`torch.ops.higher_order.*`): a `torch.no_grad()` or
 `torch.autocast` block (`wrap_with_set_grad_enabled`,
-`wrap_with_autocast`), `torch.cond`, `torch._higher_order_ops.while_loop`.
+`wrap_with_autocast`), `torch.cond`, `torch._higher_order_ops.while_loop`, `map` and `scan`.
 Grad mode and autocast mean nothing to an inference graph whose dtypes are
 already in its types: those regions are copied into the graph around them.
 `cond` and `while_loop` become the control nodes the printer writes as
 `onnx::If` and `onnx::Loop` (the same form onnxc.cond takes on torch 1.13).
+`map` and `scan` over a static leading dim are unrolled: the body once a
+row, the per-row outputs stacked.
 
 Assertion and metadata ops (`_assert_tensor_metadata`, `_assert_scalar`,
 `sym_constrain_range_for_size`, ...) compute nothing: a tensor-metadata
@@ -18,6 +20,8 @@ Every pass over the graph is linear in its nodes (each region is copied
 once, by its node).
 """
 
+import contextlib
+
 import torch
 import torch.fx
 
@@ -26,6 +30,10 @@ __all__ = ["lower_higher_order_ops", "drop_assertions", "HopError"]
 
 class HopError(Exception):
     """A higher-order op this bridge cannot lower (named, with its node)."""
+
+    def __init__(self, message, node=None):
+        super().__init__(message)
+        self.node = node
 
 def _hop(name):
     return getattr(torch.ops.higher_order, name, None)
@@ -104,13 +112,13 @@ def _replace_results(graph, node, values):
             u.replace_all_uses_with(values[u.args[1]])
             graph.erase_node(u)
     if node.users:
-        raise HopError("%s: a result is used other than by index" % node.name)
+        raise HopError("%s: a result is used other than by index" % node.name, node)
 
 
 def _region_arg(gm, node, index):
     a = node.args[index]
     if not (isinstance(a, torch.fx.Node) and a.op == "get_attr"):
-        raise HopError("%s: argument %d is not a submodule" % (node.name, index))
+        raise HopError("%s: argument %d is not a submodule" % (node.name, index), node)
     return a, _attr(gm, a.target)
 
 
@@ -174,6 +182,60 @@ def _lower_while(gm, node):
             graph.erase_node(g)
 
 
+def _fake_mode(vals):
+    from torch._guards import detect_fake_mode
+    mode = detect_fake_mode(vals)
+    return mode if mode is not None else contextlib.nullcontext()
+
+
+def _call(graph, target, args, val, like):
+    """A new call node with the traced value `val` and the provenance of
+    node `like`."""
+    n = graph.call_function(target, args)
+    n.meta = {k: like.meta[k] for k in ("stack_trace", "nn_module_stack") if k in like.meta}
+    n.meta["val"] = val
+    return n
+
+
+def _unroll(gm, node, body_index, xs, fixed, carry):
+    """map_impl and scan over a static leading dim: the body copied once a
+    step, on row i of each scanned input (aten::select), the carried values
+    threaded through, each per-step output stacked (aten::stack).  Returns
+    the final carried values followed by the stacked outputs."""
+    graph = gm.graph
+    getter, sub = _region_arg(gm, node, body_index)
+    _lower_in(sub)
+    if not xs:
+        raise HopError("%s: nothing to scan over" % node.name, node)
+    length = xs[0].meta["val"].shape[0]
+    if not isinstance(length, int):
+        raise HopError("%s over a dynamic length (%s) is not supported: only a static leading "
+                       "dim is unrolled" % (node.target.name(), length), node)
+    if length == 0:
+        raise HopError("%s over an empty dim is not supported" % node.target.name(), node)
+    select, stack = torch.ops.aten.select.int, torch.ops.aten.stack.default
+    vals = [x.meta["val"] for x in xs]
+    steps = []
+    carry = list(carry)
+    with _fake_mode(vals):
+        for i in range(length):
+            with graph.inserting_before(node):
+                rows = [_call(graph, select, (x, 0, i), v[i], node) for x, v in zip(xs, vals)]
+            outs, _ = _copy_region(gm, sub, carry + rows + list(fixed), node)
+            carry, ys = outs[:len(carry)], outs[len(carry):]
+            steps.append(ys)
+        stacked = []
+        with graph.inserting_before(node):
+            for k in range(len(steps[0])):
+                parts = [step[k] for step in steps]
+                stacked.append(_call(graph, stack, (parts, 0),
+                                     torch.stack([p.meta["val"] for p in parts]), node))
+    _replace_results(graph, node, carry + stacked)
+    graph.erase_node(node)
+    if not getter.users:
+        graph.erase_node(getter)
+
+
 def _loop_param(i):   # pragma: no cover - a marker target, never called
     raise RuntimeError("loop parameter %d is only a marker" % i)
 
@@ -186,6 +248,7 @@ def _lower_in(gm):
         if t is not None:
             inline[t] = sub_index
     cond, while_loop = _hop("cond"), _hop("while_loop")
+    map_impl, scan = _hop("map_impl"), _hop("scan")
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
             continue
@@ -196,8 +259,12 @@ def _lower_in(gm):
             _lower_cond(gm, node)
         elif node.target is while_loop:
             _lower_while(gm, node)
+        elif node.target is map_impl:     # map_impl(body, xs, pos_args)
+            _unroll(gm, node, 0, list(node.args[1]), list(node.args[2]), [])
+        elif node.target is scan:         # scan(combine, init, xs, additional_inputs)
+            _unroll(gm, node, 0, list(node.args[2]), list(node.args[3]), list(node.args[1]))
         else:
-            raise HopError("higher-order op %s is not supported" % node.target.name())
+            raise HopError("higher-order op %s is not supported" % node.target.name(), node)
 
 
 def lower_higher_order_ops(gm):
@@ -221,5 +288,5 @@ def drop_assertions(gm):
             have = getattr(val, "dtype", None)
             if want is not None and have is not None and want != have:
                 raise HopError("%s: the traced value is %s, the program asserts %s"
-                               % (node.name, have, want))
+                               % (node.name, have, want), node)
         gm.graph.erase_node(node)

@@ -160,3 +160,26 @@ def _parse_stack_trace(text):
             continue    # torch's frames, and FX's generated code (<eval_with_key>.N)
         frames.append((fn, lineno, func))
     return frames
+
+
+def node_where(node):
+    """"file:line: source" of the model's line a traced node came from, or
+    None when the capture recorded none."""
+    frames = node.meta.get("fxir_frames")
+    if frames is None and node.meta.get("stack_trace"):
+        frames = _parse_stack_trace(node.meta["stack_trace"])
+    if not frames:
+        return None
+    fn, line = frames[-1][0], frames[-1][1]
+    src = linecache.getline(fn, line).strip()
+    return "%s:%d%s" % (_short_path(fn, os.getcwd()), line, ": " + src if src else "")
+
+
+def located(exc, node):
+    """exc (an ExportError) with the node's source line appended, once."""
+    if getattr(exc, "located", False):
+        return exc
+    where = node_where(node) if node is not None else None
+    new = type(exc)("%s\n  at %s" % (exc, where)) if where else exc
+    new.located = True
+    return new

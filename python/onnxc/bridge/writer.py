@@ -18,7 +18,7 @@ from .common import (
     _tensor_bytes,
     _value_name)
 from .dims import _Dims, _dim_ident
-from .meta import _short_path
+from .meta import _short_path, located
 
 
 # ---------------------------------------------------------------------------
@@ -384,9 +384,12 @@ class _Printer:
         return meta
 
     def node_lines(self, node, getitems):
-        if "onnxc_control" in node.meta:
-            return self.control(node, getitems)
-        return self.call(node, getitems)
+        try:
+            if "onnxc_control" in node.meta:
+                return self.control(node, getitems)
+            return self.call(node, getitems)
+        except ExportError as e:
+            raise located(e, node) from None
 
     def results(self, node, n, getitems):
         """Names and types of a multi-result node's n results (`_` for the

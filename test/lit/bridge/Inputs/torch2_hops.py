@@ -3,6 +3,8 @@ ops, exported through the bridge on torch 2.x.
 
     torch2_hops.py DIR     write DIR/NAME.fxir for each model below and
                            print `NAME capture=...` per model
+    torch2_hops.py errors  print the bridge's error for each model it
+                           refuses
 """
 import os
 import sys
@@ -59,13 +61,38 @@ class OnnxcCond(torch.nn.Module):
         return onnxc.cond(x.sum() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
 
 
+class Map(torch.nn.Module):
+    def forward(self, xs, y):
+        from torch._higher_order_ops.map import map as torch_map
+        return torch_map(lambda x, y: x.sin() + y, xs, y)
+
+
+class Scan(torch.nn.Module):
+    def forward(self, init, xs):
+        from torch._higher_order_ops.scan import scan
+        return scan(lambda c, x: (c + x, (c * x).cos()), init, xs)
+
+
 MODELS = [("nograd", NoGrad(), (torch.randn(2, 4),)),
           ("autocast", Autocast(), (torch.randn(2, 4),)),
           ("cond", TorchCond(), (torch.randn(2, 3),)),
           ("while", TorchWhile(), (torch.randn(2, 3),)),
-          ("onnxc_cond", OnnxcCond(), (torch.randn(2, 3),))]
+          ("onnxc_cond", OnnxcCond(), (torch.randn(2, 3),)),
+          ("map", Map(), (torch.randn(3, 4), torch.randn(4))),
+          ("scan", Scan(), (torch.randn(4), torch.randn(3, 4)))]
+
+def errors():
+    try:    # a map over a dynamic dim is not unrolled
+        fxir_export.export(Map(), (torch.randn(3, 4), torch.randn(4)), os.devnull + ".fxir",
+                           dynamic_shapes={"xs": {0: "n"}}, capture="torch.export")
+    except fxir_export.ExportError as e:
+        print("error:", e)
+
 
 if __name__ == "__main__":
+    if sys.argv[1] == "errors":
+        errors()
+        sys.exit(0)
     out = sys.argv[1]
     for name, model, args in MODELS:
         fxir_export.export(model.eval(), args, os.path.join(out, name + ".fxir"))
