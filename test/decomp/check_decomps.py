@@ -1017,6 +1017,8 @@ A([
     C("aten::repeat_interleave.self_Tensor", i("i64[2,2]"), i("i64[4]", lo=1, hi=3),
       id="repeat_interleave.self_Tensor-flat"),
     C("aten::_weight_norm_interface", f("f32[4,3,2]"), f("f32[4,1,1]"), 0),
+    C("aten::_weight_norm", f("f32[4,3,2]"), f("f32[1,1,2]"), 2, id="_weight_norm-last"),
+    C("aten::_weight_norm", f("f32[5,3]"), f("f32[5,1]"), 0, id="_weight_norm-2d"),
     C("aten::_weight_norm_interface", f("f32[4,3,2]"), f("f32[1,1,2]"), 2, id="_weight_norm_interface-last"),
     C("aten::_weight_norm_interface", f("f32[5,3]"), f("f32[1,3]"), 1, id="_weight_norm_interface-2d-last"),
     C("aten::_weight_norm_interface", f("f64[6,2,3]"), f("f64[6,1,1]"), 0,
