@@ -42,20 +42,23 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # ---- Debian packages ----
-# clang's sanitizer and libFuzzer runtime: Debian 12 names it by clang's
-# version (14), Debian 13 also has the unversioned name.
-rt=libclang-rt-14-dev
-if [ "$(cut -d. -f1 /etc/debian_version 2>/dev/null)" != 12 ]; then
-  rt="libclang-rt-$(clang --version 2>/dev/null | sed -nE 's/.*clang version ([0-9]+).*/\1/p' | head -n 1)-dev"
-  [ "$rt" != "libclang-rt--dev" ] || rt=libclang-rt-dev
-fi
-PACKAGES+=("$rt")
+# Packages a Debian release may not have (or name otherwise) are left out
+# with a message: Debian's torch lane (python3-torch*) is a second lane, and
+# clang's sanitizer and libFuzzer runtime is libclang-rt-14-dev on Debian
+# 12, libclang-rt-NN-dev (or the unversioned name) on Debian 13.
+OPTIONAL=(python3-torch python3-torchvision python3-torchaudio)
+RT_CANDIDATES=(libclang-rt-14-dev libclang-rt-19-dev libclang-rt-dev)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
+known() { [ -n "$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)')" ]; }
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
-    missing+=("$p")
-  fi
+  installed "$p" || missing+=("$p")
+done
+have_rt=0
+for p in "${RT_CANDIDATES[@]}"; do
+  if installed "$p"; then have_rt=1; fi
 done
 if ! command -v node >/dev/null 2>&1; then
   missing+=(nodejs npm)
@@ -63,11 +66,24 @@ elif ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
 
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] || [ "$have_rt" = 0 ]; then
   say "apt-get update"
   apt-get update
-  say "apt-get install: ${missing[*]}"
-  apt-get install -y --no-install-recommends "${missing[@]}"
+  if [ "$have_rt" = 0 ]; then
+    for p in "${RT_CANDIDATES[@]}"; do
+      if known "$p"; then missing+=("$p"); break; fi
+    done
+  fi
+  wanted=()
+  for p in "${missing[@]}"; do
+    if [[ " ${OPTIONAL[*]} " == *" $p "* ]] && ! known "$p"; then
+      say "$p: not in this Debian release: left out"
+      continue
+    fi
+    wanted+=("$p")
+  done
+  say "apt-get install: ${wanted[*]}"
+  apt-get install -y --no-install-recommends "${wanted[@]}"
 else
   say "Debian packages: all installed"
 fi
