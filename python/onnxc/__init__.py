@@ -15,6 +15,7 @@ repository's build/onnxc next to this package, then PATH.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -152,31 +153,49 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
     steps = []
     keep = False
     try:
-        t0 = time.perf_counter()
-        try:
-            text = bridge.export(model, args, fxir, kwargs=kwargs, dynamic_shapes=dynamic_shapes,
-                                 input_names=input_names, output_names=output_names,
-                                 dynamic_axes=dynamic_axes, training=training, capture=capture)
-        except bridge.ExportError as e:
-            steps.append(("trace the model (onnxc.bridge)", False, time.perf_counter() - t0))
-            err = ConversionError("export: %s" % e, diagnostics=str(e))
-            _write_report(report_path, steps, str(e), None, None, None)
-            raise err from None
-        except Exception as e:
-            steps.append(("trace the model (onnxc.bridge)", False, time.perf_counter() - t0))
-            _write_report(report_path, steps, "%s: %s" % (type(e).__name__, e), None, None, None)
-            raise
-        steps.append(("trace the model (onnxc.bridge, capture: %s)" % bridge.last_capture,
-                      True, time.perf_counter() - t0))
-        out = os.path.abspath(f)
-        cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out]
-        if report_path:
-            cmd.append("-stats")
-        t0 = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
-        ok = p.returncode == 0
-        steps.append(("compile with `onnxc %s`" % " ".join(cmd_tail), ok,
-                      time.perf_counter() - t0))
+        decompose = []
+        while True:
+            t0 = time.perf_counter()
+            trace_step = "trace the model (onnxc.bridge)"
+            try:
+                text = bridge.export(model, args, fxir, kwargs=kwargs,
+                                     dynamic_shapes=dynamic_shapes, input_names=input_names,
+                                     output_names=output_names, dynamic_axes=dynamic_axes,
+                                     training=training, capture=capture, decompose=decompose)
+            except bridge.ExportError as e:
+                steps.append((trace_step, False, time.perf_counter() - t0))
+                err = ConversionError("export: %s" % e, diagnostics=str(e))
+                _write_report(report_path, steps, str(e), None, None, None)
+                raise err from None
+            except Exception as e:
+                steps.append((trace_step, False, time.perf_counter() - t0))
+                _write_report(report_path, steps, "%s: %s" % (type(e).__name__, e), None, None,
+                              None)
+                raise
+            trace_step = "trace the model (onnxc.bridge, capture: %s)" % bridge.last_capture
+            if bridge.last_decomposed:
+                trace_step += "; PyTorch's decompositions for %s" % ", ".join(bridge.last_decomposed)
+            steps.append((trace_step, True, time.perf_counter() - t0))
+            out = os.path.abspath(f)
+            cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out]
+            if report_path:
+                cmd.append("-stats")
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+            ok = p.returncode == 0
+            steps.append(("compile with `onnxc %s`" % " ".join(cmd_tail), ok,
+                          time.perf_counter() - t0))
+            # An op onnxc has no decomposition for: trace again with
+            # PyTorch's decomposition of it, while that makes progress.
+            missing = sorted(set(re.findall(r"error: no decomposition for ([a-z_]+::[\w.]+)",
+                                            p.stderr)) - set(decompose))
+            if ok or not missing or len(decompose) > 200:
+                break
+            decompose = sorted(set(decompose) | set(missing))
+            if not _may_decompose(bridge):
+                break
+            if capture is None and bridge.last_capture in bridge.CAPTURES:
+                capture = bridge.last_capture   # the one that worked, not the failed ones again
         listing = None
         if report_path and ok:
             lp = subprocess.run([onnxc, out, "-passes=", "-emit=listing"],
@@ -200,6 +219,12 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _may_decompose(bridge):
+    """Whether a trace can take PyTorch's decompositions: torch.export's
+    captures (make_fx's graph is traced again otherwise)."""
+    return bridge.last_capture not in (None, "make_fx")
 
 
 def _with_sources(diags, fxir, text):

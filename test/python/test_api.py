@@ -376,6 +376,25 @@ class Torch2Test(TempDirTest):
             self.check_runs(model, f, {"x": v.numpy()}, (v,))
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_pytorch_decomposes_what_onnxc_lacks(self):
+        """Ops onnxc has no decomposition for (rot90, logaddexp,
+        cosine_similarity) are traced again with PyTorch's decompositions;
+        the report names them; the file computes the model."""
+        class Mixed(torch.nn.Module):
+            def forward(self, x, y):
+                return (torch.rot90(x) * 2, torch.logaddexp(x, y),
+                        torch.nn.functional.cosine_similarity(x, y))
+        model = Mixed()
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        f = self.path("mixed.onnx")
+        onnxc.export(model, (x, y), f, report=True)
+        with open(self.path("mixed_report.md"), encoding="utf-8") as fh:
+            report = fh.read()
+        self.assertIn("PyTorch's decompositions for aten::cosine_similarity, aten::logaddexp, "
+                      "aten::rot90", report)
+        self.check_runs(model, f, {"x": x.numpy(), "y": y.numpy()}, (x, y))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
     def test_llm_dynamic_batch_and_seq(self):
         """A Hugging Face Llama (random weights from a small config: its
         rotary embedding is a no_grad region, its causal mask ANDs bool

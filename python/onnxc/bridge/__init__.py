@@ -75,6 +75,8 @@ from .capture import (  # noqa: F401
 # The capture the last export used (one of CAPTURES, "ExportedProgram", or
 # "make_fx" on torch 1.13).
 last_capture = None
+# The ops PyTorch's decompositions replaced in the last export (decompose=).
+last_decomposed = []
 
 
 # ---------------------------------------------------------------------------
@@ -82,7 +84,7 @@ last_capture = None
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
            source_root=None, input_names=None, output_names=None, dynamic_axes=None,
-           save_reference=False, training=None, capture=None):
+           save_reference=False, training=None, capture=None, decompose=()):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -115,6 +117,11 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     The model's modes are restored afterwards.  In training mode batch norm
     uses the batch's statistics and returns the updated running statistics
     as extra outputs, and dropout is random.
+    capture: torch 2.x: one of CAPTURES (default: each in turn).
+    decompose: .fxir names of ATen ops ("aten::ravel") that PyTorch's own
+    decompositions replace after a torch.export capture (onnxc.export
+    passes the ops onnxc has no decomposition for); last_decomposed says
+    which were replaced.
     """
     train = training_flag(training)
     if _is_program(model):
@@ -130,7 +137,8 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
         raise ExportError("capture must be one of %s, not %r" % (", ".join(CAPTURES), capture))
     try:
         return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
-                       input_names, output_names, dynamic_axes, save_reference, capture)
+                       input_names, output_names, dynamic_axes, save_reference, capture,
+                       decompose)
     finally:
         for m, mode in saved:
             m.training = mode
@@ -151,8 +159,9 @@ def training_flag(training):
 
 
 def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
-            input_names, output_names, dynamic_axes, save_reference, capture=None):
-    global last_capture
+            input_names, output_names, dynamic_axes, save_reference, capture=None,
+            decompose=()):
+    global last_capture, last_decomposed
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
     expected = _eager_outputs(model, args, kwargs) if save_reference else None
@@ -169,7 +178,8 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
             raise ExportError("give dynamic_shapes or dynamic_axes, not both")
         dynamic_shapes, output_dims = _from_dynamic_axes(dynamic_axes, renamed, output_names)
     if _torch_version() >= (2, 1) and hasattr(torch, "export"):
-        ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
+        ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture,
+                                 decompose)
     elif _is_program(model) or capture not in (None, "make_fx"):
         raise ExportError("torch %s has no torch.export: the capture is make_fx"
                           % torch.__version__)
@@ -188,6 +198,7 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
     ex.output_names = output_names
     ex.output_dims = output_dims
     last_capture = getattr(ex, "capture", "make_fx")
+    last_decomposed = list(getattr(ex, "decomposed", []))
     ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in
                          (model.named_modules() if hasattr(model, "named_modules") else ())
                          for b in getattr(mod, "_non_persistent_buffers_set", ())}

@@ -17,7 +17,7 @@ from .dims import (
     _sym_expr,
     _to_export_dims)
 from .meta import _first_lines, _parse_stack_trace, _user_frame, located
-from .writer import _Export
+from .writer import _Export, _op_name
 from .make_fx import _trace_make_fx
 from . import hops as _hops
 
@@ -94,7 +94,32 @@ def _run_capture(how, model, args, kwargs, dynamic_shapes, ds, keep_inplace):
     raise ExportError("unknown capture %r (one of %s)" % (how, ", ".join(CAPTURES)))
 
 
-def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None):
+def _torch_decompositions(ep, names):
+    """{op: function} from PyTorch's own decompositions (its core ATen
+    table, else the op's CompositeImplicitAutograd kernel) for the ops of
+    ep's graph whose .fxir names are in `names`."""
+    import torch
+    from torch._decomp import core_aten_decompositions
+    core = core_aten_decompositions()
+    table = {}
+    for node in ep.graph.nodes:
+        t = node.target
+        if (node.op != "call_function" or not isinstance(t, torch._ops.OpOverload)
+                or t in table or _op_name(t) not in names):
+            continue
+        if t in core:
+            table[t] = core[t]
+        elif torch._C._dispatch_has_kernel_for_dispatch_key(t.name(), "CompositeImplicitAutograd"):
+            table[t] = t.decompose
+    return table
+
+
+def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None,
+                        decompose=()):
+    """The torch.export path: capture, then (decompose: .fxir op names
+    onnxc has no decomposition for) PyTorch's decompositions of those ops,
+    then the higher-order and assertion ops lowered.  Returns the _Export;
+    its `decomposed` lists the ops PyTorch decomposed."""
     from torch.export.graph_signature import InputKind, OutputKind
 
     if _is_program(model):
@@ -103,8 +128,21 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, captu
         ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
         if ex is not None:
             ex.capture = how
+            ex.decomposed = []
             return ex
-    if not keep_inplace:
+    decomposed = []
+    if decompose:
+        # A decomposition may make another op of the list (var_mean.dim
+        # becomes var_mean.correction): again, until none is left.
+        done = set()
+        for _ in range(8):
+            table = _torch_decompositions(ep, set(decompose))
+            if not table:
+                break
+            ep = ep.run_decompositions(table)
+            done |= {_op_name(t) for t in table}
+        decomposed = sorted(done)
+    elif not keep_inplace:
         ep = ep.run_decompositions({})   # functionalizes, decomposes nothing
     gm = ep.graph_module
     try:
@@ -198,4 +236,5 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, captu
                     ex.dims.names[str(expr)] = name
     ex.gm = gm
     ex.capture = how
+    ex.decomposed = decomposed
     return ex
