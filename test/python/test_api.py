@@ -376,6 +376,26 @@ class Torch2Test(TempDirTest):
             self.check_runs(model, f, {"x": v.numpy()}, (v,))
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_dim_objects_and_ranges(self):
+        """torch.export.Dim with a range, Dim.AUTO and a name in one call:
+        the ONNX inputs' dim names, and the ranges in the metadata."""
+        from torch.export import Dim
+        model = TwoOut().eval()
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        f = self.path("dims.onnx")
+        onnxc.export(model, (x, y), f,
+                     dynamic_shapes={"x": {0: Dim("rows", min=2, max=64), 1: Dim.AUTO},
+                                     "y": {0: "rows_y", 1: None}})
+        m = onnx.load(f)
+        self.assertEqual(dims(m.graph.input[0]), ["rows", 4])   # AUTO: static, 4 columns
+        self.assertEqual(dims(m.graph.input[1]), ["rows", 4])   # equal to x's rows
+        meta = {p.key: p.value for p in m.graph.metadata_props}
+        self.assertIn("rows: VR[2, 64]",
+                      meta.get("pkg.torch.export.ExportedProgram.range_constraints", ""))
+        x, y = torch.randn(9, 4), torch.randn(9, 4)
+        self.check_runs(model, f, {"x": x.numpy(), "y": y.numpy()}, (x, y))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
     def test_pytorch_decomposes_what_onnxc_lacks(self):
         """Ops onnxc has no decomposition for (rot90, logaddexp,
         cosine_similarity) are traced again with PyTorch's decompositions;

@@ -234,6 +234,11 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, captu
                 if name is not None and (have is None or (_GENERATED_DIM.search(have)
                                                           and not _GENERATED_DIM.search(name))):
                     ex.dims.names[str(expr)] = name
+    # The ranges torch.export proved (or the user's Dim(min=, max=)).
+    for sym, vr in (getattr(ep, "range_constraints", None) or {}).items():
+        name = ex.dims.names.get(str(sym))
+        if isinstance(name, str):
+            ex.ranges[name] = (str(vr.lower), str(vr.upper))
     ex.gm = gm
     ex.capture = how
     ex.decomposed = decomposed
