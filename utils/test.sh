@@ -300,6 +300,16 @@ header "contract: test/contract/run_contract.py"
 counted contract "rerun with -v -k NAME for the failing test" \
   env ONNXC="$REPO/build/onnxc" "$PY" test/contract/run_contract.py
 
+# ---- 6d. the modern zoo on torch 2.x ----
+header "modern zoo (torch 2.x): transformers, timm and torchvision through onnxc.export (test/zoo/run_modern_zoo.py)"
+if [ "$QUICK" = 1 ]; then
+  echo "skipped: --quick"; note "modern zoo" "skipped: --quick"
+else
+  [ -x "$VPY" ] || fail "modern zoo" "no $VPY: run bash utils/install-deps.sh"
+  counted "modern zoo" "rerun with $VPY test/zoo/run_modern_zoo.py -k MODEL; the table is in build/modern_zoo.md" \
+    "$VPY" test/zoo/run_modern_zoo.py --onnxc "$REPO/build/onnxc" -j"$JOBS" --markdown build/modern_zoo.md
+fi
+
 # ---- 7. end-to-end ----
 header "e2e: test/e2e/run_e2e.py"
 counted e2e "rerun with --keep -k MODEL to keep the files" \
