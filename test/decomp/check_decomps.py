@@ -1056,6 +1056,11 @@ A(cases_vision.cases(sys.modules[__name__]))
 import cases_torch2  # noqa: E402
 A(cases_torch2.cases(sys.modules[__name__]))
 
+# -- more ATen ops of PyTorch 2.x programs (decomps/torch2_nn.fxir) and the
+#    calls the OpInfo sweep found refused: test/decomp/cases_torch2_nn.py --
+import cases_torch2_nn  # noqa: E402
+A(cases_torch2_nn.cases(sys.modules[__name__]))
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
