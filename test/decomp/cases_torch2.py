@@ -228,6 +228,18 @@ def cases(m):
         C("aten::randint.low", 0, 2, [4], dtype=DT("f32"), shape_only=True, id="randint.low-f32"),
     ])
 
+    # -- indexing without bounds checks, dependency tokens (PyTorch 2.x) --
+    A([
+        C("aten::_unsafe_index.Tensor", f("f32[10,3]"), [i("i64[5]", lo=-10, hi=10)]),
+        C("aten::_unsafe_index.Tensor", f("f32[4,10,3]"), [None, i("i64[2,5]", lo=0, hi=10)],
+          id="_unsafe_index.Tensor-none"),
+        C("aten::_unsafe_index_put", f("f32[5,3]"), [i("i64[4]", lo=0, hi=5, unique=True)], f("f32[4,3]")),
+        C("aten::_unsafe_index_put", f("f32[5,3]"), [i("i64[7]", lo=-5, hi=5)], f("f32[7,3]"), True,
+          id="_unsafe_index_put-accumulate"),
+        C("aten::_make_dep_token", shape_only=True),
+        C("aten::_functional_assert_async.msg", f("f32[]", lo=1.0, hi=2.0), "checked", f("f32[]"), shape_only=True),
+    ])
+
     # -- index_add, index_copy --
     A([
         C("aten::index_add", f("f32[5,3]"), 0, i("i64[4]", lo=0, hi=5), f("f32[4,3]")),
