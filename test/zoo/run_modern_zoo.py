@@ -468,7 +468,11 @@ def node_count(path):
 
 def short_message(e):
     """The line of an exception that says what stopped the conversion."""
-    text = str(e).strip()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()
+    # torch.onnx.export's errors: the exception under its summary heading.
+    m = re.search(r"## Exception summary\s*\n\s*(\S[^\n]*)", text)
+    if m:
+        return re.sub(r"<class '(?:[\w.]*\.)?(\w+)'>", r"\1", m.group(1)).strip()[:240]
     m = re.search(r"no decomposition for (\S+)", text)
     if m:
         return "no decomposition for %s" % m.group(1)
