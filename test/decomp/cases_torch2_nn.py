@@ -214,5 +214,9 @@ def cases(m):
         C("aten::argwhere", f("f32[2,3,2]", intf=True, lo=0, hi=2), id="argwhere-f32"),
         C("aten::alias_copy", f("f32[2,3]")),
     ])
+    # -- Python's comparisons of sizes --
+    for name in ("ge", "gt", "le", "lt", "eq", "ne"):
+        A([C("_operator::" + name, i("i64[]", lo=1, hi=5), i("i64[]", lo=1, hi=5), id="operator." + name),
+           C("_operator::" + name, i("i64[]", lo=0, hi=8), 4, id="operator.%s-literal" % name)])
     return out
 
