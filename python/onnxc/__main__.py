@@ -35,6 +35,10 @@ def main(argv=None):
     p.add_argument("--training", default="eval", choices=("eval", "train", "preserve"),
                    help="trace in eval mode (default), training mode (batch statistics, "
                         "updated running statistics as outputs, Dropout) or the module's own")
+    p.add_argument("--capture", default=None,
+                   choices=("torch.export", "torch.export (strict)", "make_fx", "draft_export"),
+                   help="torch 2.x: trace with this capture only (default: each in turn "
+                        "until one works)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
 
@@ -59,7 +63,7 @@ def main(argv=None):
                output_names=a.output_names.split(",") if a.output_names else None,
                opset=a.opset, optimize="O" + a.optimize, outline=a.outline,
                report=a.report or None, external_data=a.external_data or None,
-               training=a.training)
+               training=a.training, capture=a.capture)
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1
