@@ -214,6 +214,17 @@ def cases(m):
         C("aten::argwhere", f("f32[2,3,2]", intf=True, lo=0, hi=2), id="argwhere-f32"),
         C("aten::alias_copy", f("f32[2,3]")),
     ])
+    # -- as_strided of a contiguous input: any static sizes and strides --
+    A([
+        C("aten::as_strided", f("f32[6]"), [2, 2], [1, 2], 1, id="as_strided-transposed-offset"),
+        C("aten::as_strided", f("f32[3,3]"), [3], [4], id="as_strided-diagonal"),
+        C("aten::as_strided", f("f32[10]"), [4, 3], [2, 1], id="as_strided-windows"),
+        C("aten::as_strided", f("f32[2,3]"), [2, 2, 3], [0, 3, 1], id="as_strided-expand"),
+        C("aten::as_strided", f("f32[2,3,4]"), [4, 3, 2], [1, 4, 12], 0, id="as_strided-permuted"),
+        C("aten::as_strided", f("f32[2,3,4]"), [2, 2, 2, 2], [12, 4, 2, 1], 1, id="as_strided-4d"),
+        C("aten::as_strided", f("f32[2,3]"), [3, 2], [2, 1], id="as_strided-contiguous"),
+    ])
+
     # -- Python's comparisons of sizes --
     for name in ("ge", "gt", "le", "lt", "eq", "ne"):
         A([C("_operator::" + name, i("i64[]", lo=1, hi=5), i("i64[]", lo=1, hi=5), id="operator." + name),
