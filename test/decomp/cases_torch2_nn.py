@@ -112,6 +112,24 @@ def cases(m):
         C("aten::sum.dim_IntList", f("f32[3,4]"), None, dtype=DT("f64"), id="sum.dim_IntList-dtype-all"),
     ])
 
+    # -- mean, prod, cumsum with a dtype --
+    A([
+        C("aten::mean.dim", f("f32[3,4]"), [1], dtype=DT("f64"), id="mean.dim-dtype"),
+        C("aten::mean.dim", X("f16[3,4]"), [0, 1], True, dtype=DT("f32"), id="mean.dim-f16-f32"),
+        C("aten::mean.dim", f("f32[]"), [0], dtype=DT("f64"), id="mean.dim-dtype-0d"),
+        C("aten::mean", f("f32[3,4]"), dtype=DT("f64"), id="mean-dtype"),
+        C("aten::prod.dim_int", f("f32[3,4]", lo=0.5, hi=1.5), 1, dtype=DT("f64"), id="prod.dim_int-dtype"),
+        C("aten::prod.dim_int", X("u8[3,4]", lo=0, hi=9), 1, True, dtype=DT("u8"), id="prod.dim_int-u8-u8"),
+        C("aten::prod.dim_int", b("f32[3,4]"), 0, dtype=DT("i32"), id="prod.dim_int-bool-i32"),
+        C("aten::prod.dim_int", f("f32[]"), 0, dtype=DT("f64"), id="prod.dim_int-dtype-0d"),
+        C("aten::prod", i("i64[3,4]", lo=-3, hi=4), dtype=DT("f32"), id="prod-i64-f32"),
+        C("aten::prod", X("i8[5]", lo=-3, hi=4), dtype=DT("i8"), id="prod-i8-i8"),
+        C("aten::cumsum", f("f32[3,4]"), 1, dtype=DT("f64"), id="cumsum-dtype"),
+        C("aten::cumsum", b("f32[3,4]"), 0, dtype=DT("i32"), id="cumsum-bool-i32"),
+        C("aten::cumsum", X("u8[6]", lo=0, hi=200), 0, dtype=DT("u8"), id="cumsum-u8-u8"),
+        C("aten::cumsum", f("f32[]"), 0, dtype=DT("f64"), id="cumsum-dtype-0d"),
+    ])
+
     # -- products --
     A([
         C("aten::addr", f("f32[3,4]"), f("f32[3]"), f("f32[4]")),
