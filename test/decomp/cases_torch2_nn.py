@@ -29,6 +29,7 @@ def cases(m):
         C("aten::permute", f("f32[2,3,4,5]"), [0, -1, -2, 1], id="permute-negative"),
         C("aten::permute", f("f32[3,4]"), [-1, -2], id="permute-negative-2d"),
         C("aten::permute_copy", f("f32[2,3,4]"), [-1, 0, -2], id="permute_copy-negative"),
+        C("aten::permute", X("c64[2,3,4]"), [-1, 0, -2], id="permute-negative-c64"),
         C("aten::conv1d", f("f32[3,10]"), f("f32[4,3,3]"), f("f32[4]"), id="conv1d-unbatched"),
         C("aten::conv2d", f("f32[3,6,6]"), f("f32[4,3,3,3]"), None, [2, 1], [1, 0], id="conv2d-unbatched"),
         C("aten::conv1d.padding", f("f32[3,10]"), f("f32[4,3,3]"), None, [1], "same", [2],
