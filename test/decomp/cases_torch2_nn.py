@@ -216,6 +216,13 @@ def cases(m):
         C("aten::_upsample_nearest_exact2d.vec", f("f32[1,2,4,4]"), None, [2.0, 0.5],
           id="_upsample_nearest_exact2d.vec-scale"),
         C("aten::_upsample_nearest_exact3d.vec", f("f32[1,1,2,3,4]"), [3, 5, 2], None),
+        C("aten::_upsample_nearest_exact1d", f("f32[1,2,4]"), [7]),
+        C("aten::_upsample_nearest_exact1d", f("f32[1,2,4]"), [6], 1.5, id="_upsample_nearest_exact1d-scale"),
+        C("aten::_upsample_nearest_exact2d", f("f32[1,2,3,4]"), [5, 2]),
+        C("aten::_upsample_nearest_exact2d", f("f32[1,2,4,4]"), [8, 2], 2.0, 0.5, id="_upsample_nearest_exact2d-scales"),
+        C("aten::_upsample_nearest_exact3d", f("f32[1,1,2,3,4]"), [4, 3, 6]),
+        C("aten::_upsample_nearest_exact3d", f("f32[1,1,2,2,2]"), [4, 6, 2], 2.0, 3.0, 1.0,
+          id="_upsample_nearest_exact3d-scales"),
     ])
 
     # -- bucketize, argwhere, alias_copy (boundaries sorted, with repeats) --
