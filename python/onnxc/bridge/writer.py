@@ -507,6 +507,9 @@ class _Printer:
         elif not multi:
             vname = _value_name(self.name_for(node))
             self.names[node] = vname
+            read = self.scalar_read_type(op, node)
+            if read is not None and node not in self.typed:
+                self.typed[node] = read     # the graph output's type too
             text = "%s = %s : %s" % (vname, call, self.type_for(node, val))
         else:
             results = [None] * n
@@ -550,6 +553,17 @@ class _Printer:
         for c in stat_copies:
             out += [c, "    " + " ".join(prov)]
         return out
+
+    def scalar_read_type(self, op, node):
+        """`Tensor.item()` gives a Python number (typed f64[] or i64[] by
+        its value), but its ONNX value is the tensor's one element, of the
+        tensor's dtype: that type, so the graph's types say what it
+        computes."""
+        if op not in ("aten::item", "aten::_local_scalar_dense") or not node.args:
+            return None
+        src = node.args[0]
+        dtype = getattr(_node_types(src), "dtype", None) if isinstance(src, torch.fx.Node) else None
+        return "%s[]" % _fx_dtype(dtype) if dtype is not None else None
 
     def const_decl(self, vname, t):
         t = t.detach().to("cpu")

@@ -1,5 +1,5 @@
-"""Models whose torch.export graphs hold higher-order ops and assertion
-ops, exported through the bridge on torch 2.x.
+"""Models whose torch.export graphs hold higher-order ops, assertion ops
+and Tensor.item(), exported through the bridge on torch 2.x.
 
     torch2_hops.py DIR     write DIR/NAME.fxir for each model below and
                            print `NAME capture=...` per model
@@ -73,13 +73,20 @@ class Scan(torch.nn.Module):
         return scan(lambda c, x: (c + x, (c * x).cos()), init, xs)
 
 
+class Item(torch.nn.Module):
+    """Tensor.item() returned: a Python float, the tensor's f32 in ONNX."""
+    def forward(self, x):
+        return x.sum().item()
+
+
 MODELS = [("nograd", NoGrad(), (torch.randn(2, 4),)),
           ("autocast", Autocast(), (torch.randn(2, 4),)),
           ("cond", TorchCond(), (torch.randn(2, 3),)),
           ("while", TorchWhile(), (torch.randn(2, 3),)),
           ("onnxc_cond", OnnxcCond(), (torch.randn(2, 3),)),
           ("map", Map(), (torch.randn(3, 4), torch.randn(4))),
-          ("scan", Scan(), (torch.randn(4), torch.randn(3, 4)))]
+          ("scan", Scan(), (torch.randn(4), torch.randn(3, 4))),
+          ("item", Item(), (torch.randn(3, 4),))]
 
 def errors():
     try:    # a map over a dynamic dim is not unrolled
