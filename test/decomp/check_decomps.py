@@ -1061,6 +1061,12 @@ A(cases_torch2.cases(sys.modules[__name__]))
 import cases_torch2_nn  # noqa: E402
 A(cases_torch2_nn.cases(sys.modules[__name__]))
 
+# -- math and statistics ops PyTorch's decomposition tables leave out, the
+#    copy forms of views, torch 2.x's batch norm entry points
+#    (decomps/torch2_math.fxir): test/decomp/cases_torch2_math.py --
+import cases_torch2_math  # noqa: E402
+A(cases_torch2_math.cases(sys.modules[__name__]))
+
 
 # -- type promotion (elementwise.fxir's $promoted): every pair of dtypes,
 #    tensor with tensor, with a 0-d tensor and with a Python number; ids are
