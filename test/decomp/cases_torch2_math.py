@@ -187,6 +187,8 @@ def cases(m):
           f("f32[3]"), f("f32[3]", **POS), 0.2, 1e-5, id="_batch_norm_with_update_functional-nobias"),
         C("aten::_batch_norm_no_update", f("f32[4,3,5]"), f("f32[3]"), f("f32[3]"), f("f32[3]"),
           f("f32[3]", **POS), 0.1, 1e-5),
+        C("aten::_batch_norm_no_update", X("f16[4,3,5]"), f("f32[3]"), f("f32[3]"), f("f32[3]"),
+          f("f32[3]", **POS), 0.1, 1e-5, id="_batch_norm_no_update-f16-f32"),
         C("aten::_batch_norm_no_update", f("f32[2,3,4,4]"), None, None, f("f32[3]"),
           f("f32[3]", **POS), 0.1, 1e-5, id="_batch_norm_no_update-noaffine"),
     ])
