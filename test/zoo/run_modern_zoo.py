@@ -49,8 +49,12 @@ TOLERANCE = 1e-4
 # name -> a substring of the message the model fails with.  A model that
 # starts failing otherwise is a new failure.
 KNOWN_FAILURES = {
-    # MoE routing counts tokens per expert with torch.histc.
-    "mixtral": "no decomposition for aten::histc",
+    # The mixture of experts runs its experts through transformers' own
+    # custom op (torch.library), transformers::grouped_mm_fallback: the
+    # bridge writes it as a call in that domain, which ONNX Runtime does not
+    # know.  Tracing a custom op's Python implementation into ATen is the
+    # way on.
+    "mixtral": "grouped_mm_fallback",
 }
 
 
