@@ -55,6 +55,10 @@ KNOWN_FAILURES = {
     # know.  Tracing a custom op's Python implementation into ATen is the
     # way on.
     "mixtral": "grouped_mm_fallback",
+    # The boxes' labels differ from PyTorch's on torch 2.x (the same builder
+    # passes on the torch 1.13 lane, and fasterrcnn_mobilenet_v3_large_320_fpn
+    # here): not yet looked into.
+    "tv_fasterrcnn_resnet50_fpn": "output 1: int64 values differ",
 }
 
 
@@ -166,6 +170,9 @@ TORCHVISION = {
     "r3d_18": "video", "r2plus1d_18": "video", "mc3_18": "video",
     "ssdlite320_mobilenet_v3_large": "detection",
     "fasterrcnn_mobilenet_v3_large_320_fpn": "detection",
+    "fasterrcnn_resnet50_fpn": "detection", "retinanet_resnet50_fpn": "detection",
+    "fcos_resnet50_fpn": "detection", "ssd300_vgg16": "detection",
+    "maskrcnn_resnet50_fpn": "detection",
 }
 
 
