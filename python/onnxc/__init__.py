@@ -153,6 +153,8 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
     steps = []
     keep = False
     try:
+        out = os.path.abspath(f)
+        cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out] + (["-stats"] if report_path else [])
         decompose = []
         while True:
             t0 = time.perf_counter()
@@ -176,10 +178,6 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
             if bridge.last_decomposed:
                 trace_step += "; PyTorch's decompositions for %s" % ", ".join(bridge.last_decomposed)
             steps.append((trace_step, True, time.perf_counter() - t0))
-            out = os.path.abspath(f)
-            cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out]
-            if report_path:
-                cmd.append("-stats")
             t0 = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
             ok = p.returncode == 0

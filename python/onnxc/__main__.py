@@ -35,8 +35,8 @@ def main(argv=None):
     p.add_argument("--training", default="eval", choices=("eval", "train", "preserve"),
                    help="trace in eval mode (default), training mode (batch statistics, "
                         "updated running statistics as outputs, Dropout) or the module's own")
-    p.add_argument("--capture", default=None,
-                   choices=("torch.export", "torch.export (strict)", "make_fx", "draft_export"),
+    from .bridge.capture import CAPTURES
+    p.add_argument("--capture", default=None, choices=CAPTURES,
                    help="torch 2.x: trace with this capture only (default: each in turn "
                         "until one works)")
     p.add_argument("--seed", type=int, default=0)

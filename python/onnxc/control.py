@@ -49,7 +49,7 @@ def _as_tuple(what, value):
     for i, t in enumerate(items):
         if not isinstance(t, torch.Tensor):
             raise ControlFlowError("%s must be tensors; item %d is a %s"
-                            % (what, i, type(t).__name__))
+                                   % (what, i, type(t).__name__))
     return items
 
 
@@ -58,14 +58,14 @@ def _same_structure(what, got, want, want_what):
     (want_what: "true_fn's result", "carried value")."""
     if len(got) != len(want):
         raise ControlFlowError("%s returns %d tensor(s), not %d (one per %s)"
-                        % (what, len(got), len(want), want_what))
+                               % (what, len(got), len(want), want_what))
     for i, (a, b) in enumerate(zip(got, want)):
         if a.dtype != b.dtype:
             raise ControlFlowError("%s: result %d is %s, but %s %d is %s"
-                            % (what, i, a.dtype, want_what, i, b.dtype))
+                                   % (what, i, a.dtype, want_what, i, b.dtype))
         if tuple(a.shape) != tuple(b.shape):
             raise ControlFlowError("%s: result %d has shape %s, but %s %d has %s"
-                            % (what, i, list(a.shape), want_what, i, list(b.shape)))
+                                   % (what, i, list(a.shape), want_what, i, list(b.shape)))
 
 
 def _pack(like, items):
@@ -125,7 +125,7 @@ def _proxy(mode, t, what):
     p = get_proxy_slot(t, mode.tracer, None)
     if p is None:
         raise ControlFlowError("%s is a tensor the trace does not know (made outside the traced "
-                        "model?)" % what)
+                               "model?)" % what)
     return p.proxy
 
 
@@ -299,7 +299,7 @@ def cond(pred, true_fn, false_fn, operands=()):
         return _trace_cond(mode, pred, true_fn, false_fn, ops)
     if isinstance(pred, torch.Tensor) and pred.numel() != 1:
         raise ControlFlowError("cond's predicate must have one element, not shape %s"
-                        % list(pred.shape))
+                               % list(pred.shape))
     return (true_fn if bool(pred) else false_fn)(*ops)
 
 
@@ -339,7 +339,7 @@ def fori_loop(n, body_fn, carried):
     if isinstance(n, torch.Tensor) and (n.numel() != 1 or n.dtype.is_floating_point
                                         or n.dtype == torch.bool):
         raise ControlFlowError("fori_loop's trip count must be an int or a one-element integer "
-                        "tensor, not %s %s" % (n.dtype, list(n.shape)))
+                               "tensor, not %s %s" % (n.dtype, list(n.shape)))
 
     def eager():
         c = _as_tuple("the loop's carried values", carried)
