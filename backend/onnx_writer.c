@@ -1382,7 +1382,16 @@ static int write_files(OnnxBuilt *b, const char *path, Ext *ext, const char *sid
 	int rc = 0;
 	if (ext) {
 		ext_graph(ext, b->model->graph);
-		rc = out_finish(&ext->side, side);
+		if (ext->off == 0) {
+			/* No initializer reached the threshold: the model names no
+			 * side file, so none is written. */
+			out_abort(&ext->side);
+			diag_warning(file_loc(path), "no initializer has %zu bytes or more: no external data file written",
+				ext->threshold);
+			ext = NULL;
+		} else {
+			rc = out_finish(&ext->side, side);
+		}
 	}
 	if (rc == 0)
 		rc = pack_model(b, path, &o);
