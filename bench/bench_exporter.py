@@ -1,6 +1,11 @@
 #!/usr/bin/python3
 """onnxc -O2 against PyTorch's exporter on the end-to-end zoo.
 
+On torch 2.x (the virtual environment's Python) this runs bench_modern.py
+instead: onnxc against torch.onnx.export(dynamo=True) on the modern zoo
+(its docstring and --help).  What follows is the torch 1.13 lane, against
+the TorchScript exporter.
+
 For every model of test/e2e/models.py (same builders, same weights, same
 BatchNorm statistics, same example inputs):
 
@@ -612,6 +617,9 @@ def default_onnxc():
 
 
 def main():
+    if int(torch.__version__.split(".")[0]) >= 2:
+        import bench_modern
+        return bench_modern.main()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", help="comma-separated model names (default: the whole zoo)")
