@@ -186,7 +186,18 @@ static Status load_file(DecompLib *lib, const char *path)
 	return m ? decomp_table_add(lib->table, m) : FAILED;
 }
 
-/* The directory of the running binary, from /proc/self/exe. */
+static char *join(const char *a, const char *b)
+{
+	size_t len = strlen(a) + strlen(b) + 1;
+	char *d = xmalloc(len);
+	snprintf(d, len, "%s%s", a, b);
+	return d;
+}
+
+/* The library next to the running binary (from /proc/self/exe): decomps/
+ * in a build tree, else ../share/onnxc/decomps where an install (cmake
+ * --install, or pip's wheel: bin/onnxc and share/onnxc/decomps under one
+ * prefix) put it. */
 static char *default_dir(void)
 {
 	char buf[PATH_MAX];
@@ -197,10 +208,17 @@ static char *default_dir(void)
 	char *slash = strrchr(buf, '/');
 	if (slash)
 		*slash = 0;
-	size_t len = strlen(buf) + sizeof "/decomps";
-	char *d = xmalloc(len);
-	snprintf(d, len, "%s/decomps", buf);
-	return d;
+	static const char *const rel[] = { "/decomps", "/../share/onnxc/decomps" };
+	for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+		char *d = join(buf, rel[i]);
+		DIR *probe = opendir(d);
+		if (probe) {
+			closedir(probe);
+			return d;
+		}
+		free(d);
+	}
+	return join(buf, rel[0]);   /* the build tree's, also when none opens: load_dir names it */
 }
 
 static int cmp_str(const void *a, const void *b)
