@@ -262,7 +262,9 @@ static void check_attr(Checker *c, const Where *w, OpId op, const Onnx__Attribut
 		return;
 	}
 	AttrKind want = op_attr_kind(op, sym_cstr(name));
-	if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+	if (want == AK_UNDEFINED && op_attrs_known(op))
+		report(c, w, "%s has no attribute '%s'", sym_str(op_name_of(op)), name);
+	else if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
 		report(c, w, "attribute '%s' has no type", name);
 	else if (want != AK_UNDEFINED && (AttrKind)a->type != want)
 		report(c, w, "attribute '%s' is %s, the operator takes %s", name, attr_kind_name((AttrKind)a->type),

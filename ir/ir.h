@@ -320,6 +320,9 @@ const char *attr_kind_name(AttrKind k);         /* "INTS", ... */
 /* The kind attribute `name` of op must have (attrs.def), or AK_UNDEFINED
  * when the table does not say. */
 AttrKind op_attr_kind(OpId op, Sym name);
+/* Whether attrs.def lists every attribute op takes (every ONNX op): then
+ * an attribute op_attr_kind does not know is one the op never had. */
+int op_attrs_known(OpId op);
 
 /* ---- arguments and attributes -------------------------------------------- */
 typedef uint32_t ValueId;       /* index into Module.vals; 0 is "no value" */

@@ -177,10 +177,46 @@ OpId op_lookup(Sym domain, Sym name)
 
 /* ---- attribute kinds (attrs.def) ------------------------------------------ */
 static const struct { OpId op; const char *name; AttrKind kind; } attr_table[] = {
+#define ATTR_OP(e)
 #define ATTR(e, name, kind) { OP_##e, name, AK_##kind },
 #include "attrs.def"
 #undef ATTR
+#undef ATTR_OP
 };
+enum { N_ATTRS = sizeof attr_table / sizeof *attr_table };
+
+/* The ops attrs.def lists in full (ATTR_OP). */
+static const OpId attr_ops[] = {
+#define ATTR_OP(e) OP_##e,
+#define ATTR(e, name, kind)
+#include "attrs.def"
+#undef ATTR
+#undef ATTR_OP
+};
+
+/* attr_row[attr_first[op] .. attr_first[op + 1]]: op's rows of attr_table
+ * (a counting sort, so the table's order does not matter); attr_listed[op]:
+ * op is listed in full. */
+static uint16_t attr_first[OP_COUNT + 1], attr_row[N_ATTRS];
+static unsigned char attr_listed[OP_COUNT];
+
+static void attr_index(void)
+{
+	static int done;
+	if (done)
+		return;
+	uint16_t next[OP_COUNT + 1] = { 0 };
+	for (size_t i = 0; i < N_ATTRS; i++)
+		attr_first[attr_table[i].op + 1]++;
+	for (size_t op = 0; op < OP_COUNT; op++)
+		attr_first[op + 1] = (uint16_t)(attr_first[op + 1] + attr_first[op]);
+	memcpy(next, attr_first, sizeof next);
+	for (size_t i = 0; i < N_ATTRS; i++)
+		attr_row[next[attr_table[i].op]++] = (uint16_t)i;
+	for (size_t i = 0; i < sizeof attr_ops / sizeof *attr_ops; i++)
+		attr_listed[attr_ops[i]] = 1;
+	done = 1;
+}
 
 const char *attr_kind_name(AttrKind k)
 {
@@ -191,13 +227,20 @@ const char *attr_kind_name(AttrKind k)
 	return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
-/* A linear scan: the table is small, and only `onnxc check` and the
- * decompose pass (for an int given to an attribute) ask. */
 AttrKind op_attr_kind(OpId op, Sym name)
 {
+	attr_index();
+	if ((unsigned)op >= OP_COUNT)
+		return AK_UNDEFINED;
 	const char *s = sym_str(name);
-	for (size_t i = 0; i < sizeof attr_table / sizeof *attr_table; i++)
-		if (attr_table[i].op == op && strcmp(attr_table[i].name, s) == 0)
-			return attr_table[i].kind;
+	for (size_t i = attr_first[op]; i < attr_first[op + 1]; i++)
+		if (strcmp(attr_table[attr_row[i]].name, s) == 0)
+			return attr_table[attr_row[i]].kind;
 	return AK_UNDEFINED;
+}
+
+int op_attrs_known(OpId op)
+{
+	attr_index();
+	return (unsigned)op < OP_COUNT && attr_listed[op];
 }

@@ -92,6 +92,16 @@ fn = helper.make_function("local", "Double", ["a"], ["b"],
 save("functions.onnx", model([helper.make_node("Double", ["x", "x"], ["y"], name="call_0", domain="local")],
                              [vi("x")], [vi("y")], functions=[fn], opsets=(("", 18), ("local", 1))))
 
+# Attribute names an operator never took (MatMul has none; Relu's alpha
+# belongs to LeakyRelu), beside ones it takes in some opset (Squeeze's
+# axes, an attribute before opset 13) that must pass.
+save("attrs.onnx", model([
+    helper.make_node("MatMul", ["x", "x"], ["m"], name="MatMul_0", perm=[1, 0]),
+    helper.make_node("Relu", ["m"], ["r"], name="Relu_1", alpha=0.1),
+    helper.make_node("Transpose", ["r"], ["t"], name="Transpose_2", perm=[1, 0]),
+    helper.make_node("Squeeze", ["t"], ["y"], name="Squeeze_3", axes=[0]),
+], [vi("x")], [vi("y")]))
+
 # Not a model at all.
 with open(os.path.join(HERE, "garbage.onnx"), "wb") as f:
     f.write(b"\x08\x0a\x12\xff\xff\xff\xff\x0f")
