@@ -1,8 +1,13 @@
 """onnxc from Python: export a PyTorch model to ONNX in one call.
 
     import onnxc
-    onnxc.export(model, (input_ids,), "llm.onnx",
-                 dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
+    m = onnxc.export(model, (input_ids,), "llm.onnx",
+                     dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
+    logits, = m(input_ids)         # in ONNX Runtime
+
+export returns an ExportedModel (onnxc.program): the model's path,
+`model_proto`, `save(path, external_data=...)`, `run(*tensors)` (or calling
+it) in ONNX Runtime, and the conversion `report`.
 
 The model is traced by the exporter bridge (onnxc.bridge) into a
 .fxir file and a .safetensors file in a temporary directory, then compiled by
@@ -11,7 +16,8 @@ message carries onnxc's diagnostics (`file:line:col: error: ...`, with the
 source line); the .fxir they point into is kept and its path given.
 
 The onnxc binary is found, in order: the ONNXC environment variable, the
-repository's build/onnxc next to this package, then PATH.
+repository's build/onnxc next to this package (a checkout), the one pip
+installed with this package (the scripts directory of this Python), then PATH.
 """
 
 import os
@@ -19,12 +25,17 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 
 from .control import cond, fori_loop, while_loop  # noqa: E402,F401
+from .program import ExportedModel  # noqa: E402,F401
 
-__all__ = ["export", "ConversionError", "find_onnxc", "cond", "while_loop", "fori_loop"]
+__version__ = "0.1.0"   # ONNXC_VERSION in ir/ir.h (pyproject.toml reads it there)
+
+__all__ = ["export", "ExportedModel", "ConversionError", "find_onnxc", "cond", "while_loop",
+           "fori_loop"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
@@ -47,7 +58,8 @@ class ConversionError(Exception):
 
 def find_onnxc():
     """The path of the onnxc binary: $ONNXC, the repository's build/onnxc,
-    or onnxc on PATH.  Raises ConversionError when there is none."""
+    the one installed with this package, or onnxc on PATH.  Raises
+    ConversionError when there is none."""
     env = os.environ.get("ONNXC")
     if env:
         if os.path.isdir(env):
@@ -58,12 +70,18 @@ def find_onnxc():
     built = os.path.join(_REPO, "build", "onnxc")
     if os.access(built, os.X_OK):
         return built
+    # pip put the binary in the scripts directory of the environment this
+    # package is installed in, which need not be on PATH (a venv not activated).
+    for scheme_dir in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        cand = os.path.join(scheme_dir, "onnxc")
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
     found = shutil.which("onnxc")
     if found:
         return found
     raise ConversionError(
-        "onnxc binary not found: set ONNXC, build it (cmake -B build && cmake --build build "
-        "in %s), or put it on PATH" % _REPO)
+        "onnxc binary not found: pip install onnxc's source tree, set ONNXC, build it "
+        "(cmake -B build && cmake --build build in %s), or put it on PATH" % _REPO)
 
 
 def _bridge():
@@ -102,10 +120,12 @@ def _external_flag(external_data):
     raise ValueError("external_data must be None, True or a file name, not %r" % (external_data,))
 
 
-def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
+def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=None,
            output_names=None, opset=18, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None):
-    """Export `model(*args, **kwargs)` to the ONNX file `f`; returns `f`.
+    """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
+    ExportedModel (onnxc.program) for it.  Without `f` the model is written
+    to a temporary file the returned object owns (save() it to keep it).
 
     Arguments that torch.onnx.export also has mean the same:
       args            a tuple of positional inputs (or one tensor); dicts and
@@ -144,8 +164,12 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
                 + _external_flag(external_data))
     report_path = None
-    if report:
+    if report and (isinstance(report, str) or f is not None):
         report_path = report if isinstance(report, str) else os.path.splitext(f)[0] + "_report.md"
+    owned = None
+    if f is None:
+        owned = tempfile.mkdtemp(prefix="onnxc-model.")
+        f = os.path.join(owned, "model.onnx")
     bridge = _bridge()
     work = tempfile.mkdtemp(prefix="onnxc-export.")
     stem = os.path.splitext(os.path.basename(f))[0] or "model"
@@ -154,7 +178,7 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
     keep = False
     try:
         out = os.path.abspath(f)
-        cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out] + (["-stats"] if report_path else [])
+        cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out, "-stats"]
         decompose = []
         while True:
             t0 = time.perf_counter()
@@ -195,7 +219,7 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
             if capture is None and bridge.last_capture in bridge.CAPTURES:
                 capture = bridge.last_capture   # the one that worked, not the failed ones again
         listing = None
-        if report_path and ok:
+        if report and ok:
             lp = subprocess.run([onnxc, out, "-passes=", "-emit=listing"],
                                 capture_output=True, text=True, cwd=work)
             listing = lp.stdout if lp.returncode == 0 else lp.stderr
@@ -212,11 +236,15 @@ def export(model, args, f, kwargs=None, dynamic_shapes=None, input_names=None,
                 diagnostics=diags, fxir=fxir, returncode=p.returncode)
         if diags.strip():
             sys.stderr.write(diags.rstrip() + "\n")
-        _write_report(report_path, steps, diags, text, stats, listing)
-        return f
+        text = _write_report(report_path, steps, diags, text, stats, listing)
+        result = ExportedModel(out, onnxc, text, report_path, owned_dir=owned)
+        owned = None    # the object removes it now
+        return result
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+        if owned is not None:
+            shutil.rmtree(owned, ignore_errors=True)
 
 
 def _may_decompose(bridge):
@@ -257,8 +285,7 @@ def _with_sources(diags, fxir, text):
 
 
 def _write_report(path, steps, errors, fxir_text, stats, listing):
-    if not path:
-        return
+    """The report's markdown text, also written to `path` when there is one."""
     lines = ["# onnxc Conversion Report", "", "```"]
     for name, ok, secs in steps:
         lines.append("%s %s (%.2f s)" % ("✅" if ok else "❌", name, secs))
@@ -272,5 +299,8 @@ def _write_report(path, steps, errors, fxir_text, stats, listing):
         lines += ["", "## Passes", "", "```", stats.rstrip(), "```"]
     if listing is not None:
         lines += ["", "## ONNX model", "", "```", listing.rstrip(), "```"]
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return text

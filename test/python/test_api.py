@@ -133,7 +133,7 @@ class ApiTest(TempDirTest):
         model = MLP().eval()
         x = torch.randn(4, 16)
         f = self.path("mlp.onnx")
-        self.assertEqual(onnxc.export(model, (x,), f), f)
+        self.assertEqual(os.fspath(onnxc.export(model, (x,), f)), f)
         m = onnx.load(f)
         self.assertEqual([i.name for i in m.graph.input], ["x"])
         self.assertEqual(m.opset_import[0].version, 18)
@@ -445,6 +445,100 @@ class Torch2Test(TempDirTest):
             self.assertLess(float(np.abs(got - want).max()), 1e-4, shape)
 
 
+class ExportedModelTest(TempDirTest):
+    """What onnxc.export returns: the model proto, save() with and without
+    external data, running it in onnxruntime (Python) on torch tensors and
+    numpy arrays, and the report."""
+
+    def setUp(self):
+        super().setUp()
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            self.skipTest("needs the onnxruntime package (the torch 2.x environment has it)")
+
+    def assertClose(self, got, want):
+        self.assertEqual(tuple(got.shape), tuple(want.shape))
+        self.assertLessEqual(float(np.abs(np.asarray(got) - np.asarray(want)).max()), TOLERANCE)
+
+    def test_returned_for_a_path(self):
+        model, x = MLP().eval(), torch.randn(4, 16)
+        f = self.path("mlp.onnx")
+        m = onnxc.export(model, (x,), f)
+        self.assertIsInstance(m, onnxc.ExportedModel)
+        self.assertEqual(m.path, os.path.abspath(f))
+        self.assertEqual(os.fspath(m), os.path.abspath(f))
+        self.assertTrue(os.path.isfile(f))
+
+    def test_model_proto(self):
+        m = onnxc.export(MLP().eval(), (torch.randn(4, 16),))
+        proto = m.model_proto
+        self.assertIsInstance(proto, onnx.ModelProto)
+        self.assertEqual(proto.producer_name, "onnxc")
+        self.assertEqual([i.name for i in proto.graph.input], ["x"])
+        onnx.checker.check_model(proto, full_check=True)
+
+    def test_run_on_torch_and_numpy(self):
+        model, x, y = TwoOut().eval(), torch.randn(3, 5), torch.randn(3, 5)
+        m = onnxc.export(model, (x, y))
+        with torch.no_grad():
+            want = model(x, y)
+        got = m(x, y)
+        self.assertEqual(len(got), 2)
+        self.assertTrue(all(isinstance(t, torch.Tensor) for t in got))
+        for g, w in zip(got, want):
+            self.assertClose(g.numpy(), w.numpy())
+        got_np = m.run(x.numpy(), y=y.numpy())
+        self.assertTrue(all(isinstance(a, np.ndarray) for a in got_np))
+        for g, w in zip(got_np, want):
+            self.assertClose(g, w.numpy())
+        with self.assertRaises(TypeError):
+            m.run(x)
+        with self.assertRaises(TypeError):
+            m.run(x, y, x)
+
+    def test_temporary_file_goes_with_the_object(self):
+        m = onnxc.export(MLP().eval(), (torch.randn(4, 16),))
+        path = m.path
+        self.assertTrue(os.path.isfile(path))
+        del m
+        import gc
+        gc.collect()
+        self.assertFalse(os.path.exists(path))
+
+    def test_save(self):
+        model, x = MLP().eval(), torch.randn(4, 16)
+        m = onnxc.export(model, (x,))
+        with torch.no_grad():
+            want = model(x).numpy()
+        plain, ext = self.path("plain.onnx"), self.path("ext.onnx")
+        self.assertEqual(m.save(plain), plain)
+        m.save(ext, external_data=True)
+        self.assertFalse(os.path.exists(plain + ".data"))
+        self.assertTrue(os.path.isfile(ext + ".data"))
+        self.assertLess(os.path.getsize(ext), os.path.getsize(plain))
+        for f in (plain, ext):
+            onnx.checker.check_model(f, full_check=True)
+            got = list(ortlib.run(f, {"x": x.numpy()}).values())[0]
+            self.assertClose(got, want)
+        weights = self.path("weights.bin")
+        m.save(self.path("named.onnx"), external_data="weights.bin")
+        self.assertTrue(os.path.isfile(weights))
+
+    def test_report(self):
+        model, x = MLP().eval(), torch.randn(4, 16)
+        m = onnxc.export(model, (x,))
+        self.assertIn("# onnxc Conversion Report", m.report)
+        self.assertIn("## Passes", m.report)
+        self.assertIsNone(m.report_path)
+        f = self.path("mlp.onnx")
+        m = onnxc.export(model, (x,), f, report=True)
+        self.assertEqual(m.report_path, self.path("mlp_report.md"))
+        with open(m.report_path, encoding="utf-8") as fh:
+            self.assertEqual(fh.read(), m.report)
+        self.assertIn("## ONNX model", m.report)
+
+
 def main(case=None, doc=None):
     """Runs the tests of `case` (default ApiTest) with -v and -k; the last
     line printed is the counts."""
@@ -456,7 +550,7 @@ def main(case=None, doc=None):
     if a.pattern:
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
-                                for c in ([case] if case else [ApiTest, Torch2Test])])
+                                for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
