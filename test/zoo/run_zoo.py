@@ -357,13 +357,13 @@ def run_one(spec, onnxc, workdir, r):
     r["ok"] = worst <= tol
 
 
-def _order_ties(outs, like=None):
+def _order_ties(outs, like=None, tie=0.0):
     """A detector's outputs with the detections of equal scores (runs of
     the reference's sorted scores each within the comparison's tolerance of
-    the next) put in one order, by label and box: PyTorch's sort and topk
-    leave the order of ties open (a random head scores some boxes exactly
-    alike), and scores the comparison takes as equal may come in either
-    order."""
+    the next, or within tie when that is wider) put in one order, by label
+    and box: PyTorch's sort and topk leave the order of ties open (a random
+    head scores some boxes exactly alike), and scores the comparison takes
+    as equal may come in either order."""
     import numpy as np
     sys.path.insert(0, os.path.join(REPO, "test", "e2e"))
     import run_e2e as e2e
@@ -379,7 +379,7 @@ def _order_ties(outs, like=None):
     perm = np.arange(n)
     start = 0
     for i in range(1, n + 1):
-        tol = e2e.TOLERANCE * max(1.0, abs(float(s[i - 1])))
+        tol = max(e2e.TOLERANCE * max(1.0, abs(float(s[i - 1]))), tie)
         if i == n or abs(float(s[i]) - float(s[i - 1])) > tol:
             run = perm[start:i]
             perm[start:i] = run[np.lexsort(keys[run].T[::-1])]
