@@ -2,7 +2,7 @@
 #
 # Run with:  /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv test/lit
 # Substitutions: %onnxc %decomps %examples %inputs %python %vpython %ort_run.
-# Features: asan (ONNXC_SANITIZE=1), ort (onnxruntime-node installed), dot
+# Features: asan (ONNXC_SANITIZE=1), ort (the onnxruntime Python package), dot
 # (Graphviz installed), torch2 (the torch 2.x lane's virtual environment,
 # $ONNXC_VENV or ~/.cache/onnxc/venv-torch2, whose python is %vpython).
 # The binary under test is $ONNXC_BUILD (the onnxc binary, or a build
@@ -46,10 +46,23 @@ config.substitutions.append(("%decomps", os.path.join(repo, "decomps")))
 config.substitutions.append(("%examples", os.path.join(repo, "examples")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
-config.substitutions.append(("%ort_run", "node " + os.path.join(repo, "utils", "ort_run.js")))
+# %ort_run: utils/ortlib.py's command line under the Python that has the
+# onnxruntime package (utils/ortlib.py's ort_python(): the torch 2.x
+# environment's, or $ONNXC_ORT_PYTHON).
+import subprocess
+import sys
+sys.path.insert(0, os.path.join(repo, "utils"))
+import ortlib  # noqa: E402
+ort_python = ortlib.ort_python()
+config.substitutions.append(("%ort_run", "%s %s" % (ort_python, os.path.join(repo, "utils",
+                                                                            "ortlib.py"))))
+for var in ("ONNXC_ORT_PYTHON", "ONNXC_VENV"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
 
 # `REQUIRES: ort` for tests that run a model in ONNX Runtime (utils/install-deps.sh).
-if os.path.exists(os.path.join(repo, "utils", "node", "node_modules", "onnxruntime-node")):
+if os.access(ort_python, os.X_OK) and subprocess.run(
+        [ort_python, "-c", "import onnxruntime"], capture_output=True).returncode == 0:
     config.available_features.add("ort")
 
 # `REQUIRES: dot` for tests that render a graph with Graphviz.
