@@ -539,6 +539,32 @@ class ExportedModelTest(TempDirTest):
         self.assertIn("## ONNX model", m.report)
 
 
+class QuickStartTest(unittest.TestCase):
+    """The README's five-line script (test/python/quickstart.py, the same
+    text): a torchvision model exported and run in onnxruntime."""
+
+    def test_readme_shows_the_script(self):
+        with open(os.path.join(HERE, "quickstart.py"), encoding="utf-8") as fh:
+            script = fh.read()
+        with open(os.path.join(REPO, "README.md"), encoding="utf-8") as fh:
+            self.assertIn("```python\n" + script + "```", fh.read())
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_script_runs(self):
+        try:
+            import onnxruntime  # noqa: F401
+            import torchvision  # noqa: F401
+        except ImportError as e:
+            self.skipTest("needs onnxruntime and torchvision: %s" % e)
+        with tempfile.TemporaryDirectory(prefix="onnxc-quickstart.") as d:
+            env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+            p = subprocess.run([sys.executable, os.path.join(HERE, "quickstart.py")], cwd=d,
+                               env=env, capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout.strip(), "True", p.stderr)
+            self.assertTrue(os.path.isfile(os.path.join(d, "resnet18.onnx")))
+
+
 def main(case=None, doc=None):
     """Runs the tests of `case` (default ApiTest) with -v and -k; the last
     line printed is the counts."""
@@ -550,7 +576,8 @@ def main(case=None, doc=None):
     if a.pattern:
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
-                                for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest])])
+                                for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
+                                                      QuickStartTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
