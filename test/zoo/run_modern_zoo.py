@@ -148,8 +148,12 @@ TIMM = {
     "timm_ghostnet_100": ("ghostnet_100", 64, {}),
 }
 
-# torchvision: run_zoo.py's builders, one or two of each architecture (every
-# builder would take the test's whole time): name -> family.
+# torchvision: every builder of torchvision.models.list_models() but the
+# quantized ones (torchvision.models.quantization: int8 kernels, another
+# matter), name -> family.  The first 32 were the zoo's first rows and keep
+# run_zoo.py's inputs; TV_INPUTS gives others a smaller input where the
+# architecture allows one.  check_torchvision() fails the run when
+# list_models() names a builder that is neither here nor in TV_SKIPS.
 TORCHVISION = {
     "alexnet": "classification", "convnext_tiny": "classification",
     "densenet121": "classification", "efficientnet_b0": "classification",
@@ -170,6 +174,79 @@ TORCHVISION = {
     "fcos_resnet50_fpn": "detection", "ssd300_vgg16": "detection",
     "maskrcnn_resnet50_fpn": "detection",
 }
+TORCHVISION.update({n: "classification" for n in """
+    convnext_small convnext_base convnext_large densenet161 densenet169 densenet201
+    efficientnet_b1 efficientnet_b2 efficientnet_b3 efficientnet_b4 efficientnet_b5
+    efficientnet_b6 efficientnet_b7 efficientnet_v2_m efficientnet_v2_l
+    mnasnet0_75 mnasnet1_0 mnasnet1_3 mobilenet_v3_large
+    regnet_x_800mf regnet_x_1_6gf regnet_x_3_2gf regnet_x_8gf regnet_x_16gf regnet_x_32gf
+    regnet_y_800mf regnet_y_1_6gf regnet_y_3_2gf regnet_y_8gf regnet_y_16gf regnet_y_32gf
+    regnet_y_128gf resnet34 resnet101 resnet152 resnext101_32x8d resnext101_64x4d
+    wide_resnet50_2 wide_resnet101_2 shufflenet_v2_x1_0 shufflenet_v2_x1_5
+    shufflenet_v2_x2_0 squeezenet1_0 swin_s swin_b swin_v2_t swin_v2_s swin_v2_b
+    vgg11 vgg11_bn vgg13 vgg13_bn vgg16 vgg16_bn vgg19 vgg19_bn
+    vit_b_16 vit_b_32 vit_l_16 vit_l_32 vit_h_14""".split()})
+TORCHVISION.update({n: "segmentation" for n in
+                    "deeplabv3_resnet50 deeplabv3_resnet101 fcn_resnet101".split()})
+TORCHVISION.update({n: "video" for n in
+                    "mvit_v1_b mvit_v2_s s3d swin3d_t swin3d_s swin3d_b".split()})
+TORCHVISION.update({n: "detection" for n in """
+    fasterrcnn_mobilenet_v3_large_fpn fasterrcnn_resnet50_fpn_v2 keypointrcnn_resnet50_fpn
+    maskrcnn_resnet50_fpn_v2 retinanet_resnet50_fpn_v2""".split()})
+TORCHVISION.update({"raft_small": "optical_flow", "raft_large": "optical_flow"})
+
+# name -> (builder arguments, input shape) where run_zoo.py's input is not
+# the smallest the architecture takes: the ViTs at a 32-pixel image (28 for
+# patches of 14: a 2x2 grid), the other Swins at 64 (windows are padded).
+TV_INPUTS = {n: ({"image_size": 28 if n.endswith("_14") else 32},
+                 (1, 3) + ((28, 28) if n.endswith("_14") else (32, 32)))
+             for n in TORCHVISION if n.startswith("vit_")}
+TV_INPUTS.update({n: ({}, (1, 3, 64, 64))
+                  for n in ("swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b")})
+
+# RAFT's iterations in the zoo (the builder's default is 12; each is the same
+# update block again) and its images: 128 pixels, the least its correlation
+# pyramid takes (16x16 feature maps).
+RAFT_UPDATES = 3
+RAFT_SIZE = 128
+
+# Builders over the test's time budget run only with --large: those above
+# LARGE_PARAMS parameters (torchvision's weights metadata).
+LARGE_PARAMS = 62e6
+
+# name -> why the zoo does not run it (a counted skip).
+TV_SKIPS = {}
+
+
+def tv_params(name):
+    import torchvision.models as M
+    weights = list(M.get_model_weights(name))
+    return weights[0].meta.get("num_params", 0) if weights else 0
+
+
+def tv_budget_skips():
+    """{name: reason} of the builders --large alone runs."""
+    out = {}
+    for n in TORCHVISION:
+        p = tv_params(n)
+        if p > LARGE_PARAMS:
+            out[n] = "over the test budget, %.1f M parameters; --large runs it" % (p / 1e6)
+    return out
+
+
+def check_torchvision():
+    """[(name, message)] for each builder of torchvision.models.list_models()
+    (but the quantized ones) that is neither a row nor in TV_SKIPS, and each
+    row list_models() does not know."""
+    import torchvision.models as M
+    quantized = set(M.list_models(module=M.quantization))
+    known = set(M.list_models()) - quantized
+    out = [(n, "torchvision builder %s is neither a row of the zoo nor a skip with a reason "
+               "(add it to TORCHVISION or TV_SKIPS)" % n)
+           for n in sorted(known - set(TORCHVISION) - set(TV_SKIPS))]
+    out += [(n, "torchvision has no builder %s" % n)
+            for n in sorted((set(TORCHVISION) | set(TV_SKIPS)) - known)]
+    return out
 
 
 def all_models():
@@ -343,6 +420,49 @@ def _build_timm(name):
     return Case(model, (torch.randn(1, 3, size, size, generator=g),))
 
 
+def _build_torchvision(family, name):
+    import torch
+    import torchvision.models as M
+    import models as e2e_models
+    import run_zoo
+    if family == "optical_flow":
+        return _build_raft(name)
+    if name not in TV_INPUTS:
+        model, args = run_zoo.build(("torchvision", family, name))
+        return Case(model, args)
+    kw, shape = TV_INPUTS[name]
+    torch.manual_seed(0)
+    model = e2e_models._lively(M.get_model(name, weights=None, **kw).eval())
+    g = _gen()
+    run_zoo._calibrate_batch_norm(model, (torch.randn((8,) + shape[1:], generator=g),))
+    return Case(model, (torch.randn(shape, generator=g),))
+
+
+def _build_raft(name):
+    """RAFT on two images, RAFT_UPDATES iterations (a forward argument the
+    wrapper fixes); outputs: the flow after each."""
+    import torch
+    import torchvision.models as M
+    import models as e2e_models
+    import run_zoo
+
+    class Raft(torch.nn.Module):
+        def __init__(self, raft):
+            super().__init__()
+            self.raft = raft
+
+        def forward(self, image1, image2):
+            return self.raft(image1, image2, num_flow_updates=RAFT_UPDATES)
+
+    torch.manual_seed(0)
+    model = Raft(e2e_models._lively(M.get_model(name, weights=None).eval())).eval()
+    g = _gen()
+    shape = (1, 3, RAFT_SIZE, RAFT_SIZE)
+    run_zoo._calibrate_batch_norm(model, tuple(torch.rand((4,) + shape[1:], generator=g) * 2 - 1
+                                               for _ in range(2)))
+    return Case(model, tuple(torch.rand(shape, generator=g) * 2 - 1 for _ in range(2)))
+
+
 def build(spec):
     if spec[0] == "hf":
         name = spec[1]
@@ -354,9 +474,7 @@ def build(spec):
     if spec[0] == "timm":
         return _build_timm(spec[1])
     if spec[0] == "torchvision":
-        import run_zoo
-        model, args = run_zoo.build(("torchvision", spec[1], spec[2]))
-        return Case(model, args)
+        return _build_torchvision(spec[1], spec[2])
     raise ValueError("unknown spec %r" % (spec,))
 
 
@@ -688,6 +806,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the models and exit")
     ap.add_argument("-j", dest="jobs", type=int, default=1, help="models run at once (default 1)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a model (default 600)")
+    ap.add_argument("--large", action="store_true",
+                    help="also run the torchvision builders over LARGE_PARAMS parameters")
     ap.add_argument("--peer", action="store_true",
                     help="also export with torch.onnx.export(dynamo=True) and compare")
     ap.add_argument("--markdown", help="also write the table as Markdown to FILE")
@@ -704,9 +824,20 @@ def main():
 
     rows = [(n, f, s) for n, f, s in all_models()
             if not a.pattern or any(p in n or p == f or fnmatch.fnmatch(n, p) for p in a.pattern)]
+    # Rows not run: [(name, family, status, reason)], counted.
+    budget = {} if a.large else tv_budget_skips()
+    unrun = [(n, f, "skip (budget)", budget[s[2]]) for n, f, s in rows
+             if s[0] == "torchvision" and s[2] in budget]
+    unrun += [("tv_" + n, "tv-" + TORCHVISION.get(n, "?"), "skip", TV_SKIPS[n])
+              for n in TV_SKIPS if not a.pattern or any(p in "tv_" + n for p in a.pattern)]
+    if not a.pattern:
+        unrun += [("tv_" + n, "tv-?", "FAIL", msg) for n, msg in check_torchvision()]
+    rows = [r for r in rows if not (r[2][0] == "torchvision" and r[2][2] in budget)]
     if a.list:
         for n, f, _ in rows:
             print("%-36s %s" % (n, f))
+        for n, f, status, why in unrun:
+            print("%-36s %-18s %s: %s" % (n, f, status, why))
         return 0
     if not os.access(onnxc_bin, os.X_OK):
         print("run_modern_zoo: no onnxc at %s (build it, or give --onnxc)" % onnxc_bin,
@@ -735,7 +866,7 @@ def main():
                              "detail": "timed out after %ds" % a.timeout}}
         return out, time.time() - t0
 
-    counts = {"pass": 0, "fail": 0, "skip": 0}
+    counts = {"pass": 0, "fail": 0, "skip": 0, "budget": 0}
     peer_pass = 0
     table, results = [], []
     t_start = time.time()
@@ -768,6 +899,11 @@ def main():
             print("%-32s %-16s %s%s  [%s, %.0fs]" % (
                 name, family, fmt_result(r), "  | peer: " + fmt_result(p) if a.peer else "",
                 status, secs), file=sys.stderr, flush=True)
+    for name, family, status, why in unrun:
+        counts["fail" if status == "FAIL" else "budget" if status == "skip (budget)"
+               else "skip"] += 1
+        table.append((name, family, why, "-", "-", "-", "-", status))
+        print("%-32s %-16s %s  [%s]" % (name, family, why, status), file=sys.stderr, flush=True)
     wall = time.time() - t_start
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = ru.ru_utime + ru.ru_stime
@@ -787,11 +923,11 @@ def main():
     for t in table:
         print((fmt % tuple(x if len(x) <= 60 else x[:57] + "..." for x in t)).rstrip())
     total = len(table)
-    summary = "onnxc: %d passed, %d failed, %d skipped (known) of %d" % (
-        counts["pass"], counts["fail"], counts["skip"], total)
+    summary = "onnxc: %d passed, %d failed, %d skipped (known), %d skipped (budget) of %d" % (
+        counts["pass"], counts["fail"], counts["skip"], counts["budget"], total)
     if a.peer:
         summary += "; torch.onnx.export(dynamo=True): %d passed, %d failed of %d" % (
-            peer_pass, total - peer_pass, total)
+            peer_pass, total - counts["budget"] - peer_pass, total - counts["budget"])
     summary += "; wall time %.0fs at -j%d, CPU time %.0fs" % (wall, a.jobs, cpu)
     print(summary)
     if a.markdown:
@@ -799,11 +935,14 @@ def main():
             f.write("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
             for t in table:
                 f.write("| " + " | ".join(x.replace("|", "\\|") for x in t) + " |\n")
-            f.write("\n| | passed | failed | skipped (known) |\n|---|---|---|---|\n")
-            f.write("| onnxc | %d | %d | %d |\n" % (counts["pass"], counts["fail"], counts["skip"]))
+            f.write("\n| | passed | failed | skipped (known) | skipped (budget) |\n"
+                    "|---|---|---|---|---|\n")
+            f.write("| onnxc | %d | %d | %d | %d |\n" % (counts["pass"], counts["fail"],
+                                                      counts["skip"], counts["budget"]))
             if a.peer:
-                f.write("| torch.onnx.export(dynamo=True) | %d | %d | - |\n"
-                        % (peer_pass, total - peer_pass))
+                ran = total - counts["budget"]
+                f.write("| torch.onnx.export(dynamo=True) | %d | %d | - | %d |\n"
+                        % (peer_pass, ran - peer_pass, counts["budget"]))
             f.write("\n%d models; wall time %.0f s at -j%d, CPU time %.0f s.\n"
                     % (total, wall, a.jobs, cpu))
     if a.failures:
@@ -814,8 +953,8 @@ def main():
             for msg, names in group_failures(results):
                 f.write("%s\n    %d: %s\n" % (msg, len(names), ", ".join(names)))
     sys.stderr.flush()
-    print("%d passed, %d failed, %d skipped" % (counts["pass"], counts["fail"], counts["skip"]),
-          flush=True)
+    print("%d passed, %d failed, %d skipped" % (counts["pass"], counts["fail"],
+                                                counts["skip"] + counts["budget"]), flush=True)
     return 1 if counts["fail"] else 0
 
 
