@@ -28,7 +28,7 @@ PACKAGES=(
   build-essential cmake re2c bison protobuf-c-compiler libprotobuf-c-dev libjansson-dev
   llvm-19-tools clang
   python3-torch python3-torchvision python3-torchaudio python3-onnx python3-numpy
-  python3-venv libonnx-testdata hyperfine locales graphviz
+  python3-venv libonnx-testdata hyperfine locales graphviz ninja-build
 )
 
 say() { printf '== %s\n' "$*"; }
@@ -167,9 +167,21 @@ else
   [ "$installed" = 1 ] || { cat "$tmp/pip.log"; echo "install-deps.sh: no torch pair of $REQS installs" >&2; exit 1; }
   printf '%s\n' "$stamp" > "$VENV/.onnxc-stamp"
 fi
-# `import onnxc` in the venv too: the same .pth file, in its site-packages.
+# onnxc itself, the pip way: an editable install of this checkout (pyproject.toml,
+# scikit-build-core; its build tree is build-pip/), which puts the compiled
+# onnxc and its decomposition library in the venv's bin/ and share/ and maps
+# `import onnxc` to this checkout's python/. The build backend is the pinned
+# one of the requirements file (--no-build-isolation).
+say "venv: pip install -e $REPO"
+if ! "$VENV/bin/python" -m pip install -q --no-build-isolation -e "$REPO" > "$tmp/pip-e.log" 2>&1; then
+  cat "$tmp/pip-e.log"
+  echo "install-deps.sh: pip install -e $REPO failed" >&2
+  exit 1
+fi
+# And the same .pth file as for Debian's python3 (the editable install's own names python/ too).
 VENV_SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 printf '%s\n' "$REPO/python" > "$VENV_SITE/onnxc.pth"
+say "venv: $("$VENV/bin/onnxc" --version) in $VENV/bin"
 say "venv: $("$VENV/bin/python" -c 'import torch, torchvision, transformers, onnxruntime; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__, "onnxruntime", onnxruntime.__version__)')"
 
 say "done"
