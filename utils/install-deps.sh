@@ -8,10 +8,14 @@
 # test tools (lit, FileCheck, not from llvm-19-tools), clang for libFuzzer,
 # torch/torchvision/onnx/numpy for the exporter and the end-to-end tests, and
 # ONNX's conformance test data, graphviz (the report draws the graph with
-# dot; the tests that render it need it). ONNX Runtime comes from the npm package
+# dot; the tests that render it need it). The tests run models with the
+# onnxruntime Python package of the torch 2.x environment below (Debian's
+# python3 through utils/ortlib.py's server). Only the latency benchmark
+# (bench/bench_ort.js) still takes ONNX Runtime from the npm package
 # onnxruntime-node, pinned in utils/node/package-lock.json; its native library
-# ships inside the package, so install scripts are not run. Last, a .pth file
-# makes the Python API (python/onnxc) importable by Debian's python3.
+# ships inside the package, so install scripts are not run. A .pth file makes
+# the Python API (python/onnxc) importable by Debian's python3; last, the
+# checkout is pip-installed (editable) into the torch 2.x environment.
 #
 # The torch 2.x lane: a virtual environment (ONNXC_VENV, default
 # ~/.cache/onnxc/venv-torch2) made with Debian's python3, holding the torch,
@@ -113,7 +117,7 @@ else
   cat "$tmp/err"
 fi
 
-# ---- ONNX Runtime for node ----
+# ---- ONNX Runtime for node (bench/bench_ort.js) ----
 NODE_DIR="$REPO/utils/node"
 want="$(node -e "console.log(require('$NODE_DIR/package.json').dependencies['onnxruntime-node'])")"
 have="$(cd "$NODE_DIR" && node -e "try{console.log(require('onnxruntime-node/package.json').version)}catch(e){console.log('none')}")"
