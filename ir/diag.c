@@ -137,6 +137,7 @@ void diag_set_max_errors(int n)
 	max_errors = n;
 	diag_stopped = n > 0 && nerrors >= n;
 }
+int diag_max_errors(void) { return max_errors; }
 void diag_set_stream(FILE *f) { stream = f; }
 
 const Diag *diag_collected(size_t *n)

@@ -169,6 +169,7 @@ void diag_clear(void);
  * or NULL. */
 const char *diag_source_line(Loc loc, size_t *len);
 void diag_set_max_errors(int n);
+int diag_max_errors(void);                /* 0: no limit */
 /* diag_mute(1) hides and stops counting every message until diag_mute(0),
  * which returns how many errors were hidden (for trying what may fail,
  * such as folding a node, without reporting it). */

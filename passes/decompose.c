@@ -990,7 +990,9 @@ static void print_float(FILE *f, double v)
 		fputs(".0", f);
 }
 
-static void print_arg(FILE *f, const Module *m, const Arg *a)
+/* An argument as the error shows it; without `names`, a value is its type
+ * alone (what two calls that fail alike share). */
+static void print_arg(FILE *f, const Module *m, const Arg *a, int names)
 {
 	switch (a->kind) {
 	case A_NONE: fputs("none", f); break;
@@ -1001,9 +1003,10 @@ static void print_arg(FILE *f, const Module *m, const Arg *a)
 	case A_IDENT: fputs(sym_str(a->u.sym), f); break;
 	case A_DTYPE: fputs(dtype_name((DType)a->u.i), f); break;
 	case A_VALUE:
-		print_value_name(f, m, a->u.v);
+		if (names)
+			print_value_name(f, m, a->u.v);
 		if (m->vals.v[a->u.v].type) {
-			fputs(": ", f);
+			fputs(names ? ": " : "", f);
 			print_type(f, m->vals.v[a->u.v].type);
 		}
 		break;
@@ -1011,7 +1014,7 @@ static void print_arg(FILE *f, const Module *m, const Arg *a)
 		fputc('[', f);
 		for (uint32_t i = 0; i < a->n; i++) {
 			fputs(i ? ", " : "", f);
-			print_arg(f, m, &a->u.list[i]);
+			print_arg(f, m, &a->u.list[i], names);
 		}
 		fputc(']', f);
 		break;
@@ -1019,7 +1022,7 @@ static void print_arg(FILE *f, const Module *m, const Arg *a)
 	}
 }
 
-static char *describe_args(const Module *m, const Node *n)
+static char *describe_args(const Module *m, const Node *n, int names)
 {
 	char *s = NULL;
 	size_t len = 0;
@@ -1028,64 +1031,115 @@ static char *describe_args(const Module *m, const Node *n)
 		fputs(i ? ", " : "", f);
 		if (i >= n->nargs)
 			fprintf(f, "%s = ", sym_str(n->kw[i - n->nargs].name));
-		print_arg(f, m, i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val);
+		print_arg(f, m, i < n->nargs ? &n->args[i] : &n->kw[i - n->nargs].val, names);
 	}
 	fclose(f);
 	return s;
 }
 
-typedef struct Left { Sym dom, name; uint32_t count; } Left;
-typedef struct Leftover { Left *v; uint32_t n, cap, total; } Leftover;
+/* One unsupported call: its first node (where it is reported), its
+ * signature (op and arguments, values by type) and how many nodes make it.
+ * Calls are kept in the order they are first met. */
+typedef struct Left { const Node *first; char *sig; uint32_t count; } Left;
+typedef struct Leftover { const Module *m; Left *v; uint32_t n, cap, total; HashMap by_sig; } Leftover;
+
+static int same_sig(uintptr_t item, const void *key)
+{
+	const Leftover *l = ((const void *const *)key)[0];
+	return strcmp(l->v[item - 1].sig, ((const char *const *)key)[1]) == 0;
+}
+
+static int same_op(uintptr_t item, const void *key)
+{
+	const Leftover *l = ((const void *const *)key)[0];
+	const Node *n = ((const void *const *)key)[1], *f = l->v[item - 1].first;
+	return f->domain == n->domain && f->name == n->name;
+}
 
 static void tally(Leftover *l, const Node *n)
 {
+	char buf[256];
+	char *args = describe_args(l->m, n, 0);
+	const char *op = opname(n, buf, sizeof buf);
+	char *sig = xmalloc(strlen(op) + strlen(args) + 3);
+	sprintf(sig, "%s(%s)", op, args);
+	free(args);
+	const void *key[2] = { l, sig };
 	l->total++;
-	for (uint32_t i = 0; i < l->n; i++)
-		if (l->v[i].dom == n->domain && l->v[i].name == n->name) {
-			l->v[i].count++;
-			return;
-		}
-	XVEC_PUSH(*l, ((Left){ n->domain, n->name, 1 }));
+	uintptr_t at = hashmap_intern(&l->by_sig, hash_mem(sig, strlen(sig)), same_sig, key, l->n + 1);
+	if (at == l->n + 1)
+		XVEC_PUSH(*l, ((Left){ n, sig, 0 }));
+	else
+		free(sig);
+	l->v[at - 1].count++;
 }
 
-typedef struct Report { const Module *m; Leftover left; } Report;
-
-static Status report_graph(const GraphVisit *v, void *ctx)
+static Status tally_graph(const GraphVisit *v, void *ctx)
 {
-	Report *r = ctx;
-	char buf[256];
-	for (const Node *n = v->g->first; n; n = n->next) {
-		if (!node_is_torch(n))
-			continue;
-		char *args = describe_args(r->m, n);
-		diag_error(n->loc, "no decomposition for %s (arguments: %s)", opname(n, buf, sizeof buf), args);
-		free(args);
-		tally(&r->left, n);
-	}
+	for (const Node *n = v->g->first; n; n = n->next)
+		if (node_is_torch(n))
+			tally(ctx, n);
 	return OK;
 }
 
-static void summary(const Leftover *l)
+/* One error an op, at its first node, with that node's arguments and the
+ * count of the others; then a note that sums them up and says what to do.
+ * An error a node would stop at the error limit after twenty nodes of one
+ * op (an LLM's layers), before the other ops were named. */
+static void report(const Module *m, const Leftover *l)
 {
+	char buf[256];
+	for (uint32_t i = 0; i < l->n; i++) {
+		const Node *n = l->v[i].first;
+		char *args = describe_args(m, n, 1);
+		uint32_t more = l->v[i].count - 1;
+		if (more)
+			diag_error(n->loc, "no decomposition for %s (arguments: %s); %u more node%s make%s the same call",
+				   opname(n, buf, sizeof buf), args, more, more == 1 ? "" : "s", more == 1 ? "s" : "");
+		else
+			diag_error(n->loc, "no decomposition for %s (arguments: %s)", opname(n, buf, sizeof buf), args);
+		free(args);
+	}
+	/* The note counts nodes by op, whatever their arguments. */
+	uint32_t *total = xcalloc(l->n + 1, sizeof *total), nops = 0;
+	HashMap by_op = { 0 };
+	for (uint32_t i = 0; i < l->n; i++) {
+		const Node *n = l->v[i].first;
+		uintptr_t at = hashmap_intern(&by_op, hash_u64(((uint64_t)n->domain << 32) | n->name), same_op, (const void *[]){ l, n }, i + 1);
+		nops += at == i + 1;
+		total[at] += l->v[i].count;
+	}
 	char *s = NULL;
 	size_t len = 0;
 	FILE *f = xmemstream(&s, &len);
-	for (uint32_t i = 0; i < l->n; i++)
-		fprintf(f, "%s%s::%s (%u)", i ? ", " : "", sym_str(l->v[i].dom), sym_str(l->v[i].name), l->v[i].count);
+	for (uint32_t i = 0, k = 0; i < l->n; i++)
+		if (total[i + 1])
+			fprintf(f, "%s%s (%u)", k++ ? ", " : "", opname(l->v[i].first, buf, sizeof buf), total[i + 1]);
 	fclose(f);
-	diag_note((Loc){ 0 }, "%u node%s of %u unsupported op%s: %s", l->total, l->total == 1 ? "" : "s",
-		  l->n, l->n == 1 ? "" : "s", s);
+	free(total);
+	hashmap_free(&by_op);
+	diag_note((Loc){ 0 }, "%u node%s of %u unsupported op%s: %s; give each a decomposition (-decomp=FILE, "
+		  "docs/decompositions.md) or keep them as custom ops (-allow-custom-ops)", l->total,
+		  l->total == 1 ? "" : "s", nops, nops == 1 ? "" : "s", s);
 	free(s);
 }
 
 uint32_t decompose_report_unsupported(Module *m)
 {
-	Report r = { m, { 0 } };
-	module_walk(m, WALK_PROGRAM, report_graph, &r);
-	if (r.left.total)
-		summary(&r.left);
-	free(r.left.v);
-	return r.left.total;
+	Leftover l = { .m = m };
+	module_walk(m, WALK_PROGRAM, tally_graph, &l);
+	if (l.total) {
+		int limit = diag_max_errors();
+		/* Every op is named, however many there are. */
+		diag_set_max_errors(0);
+		report(m, &l);
+		diag_set_max_errors(limit);
+	}
+	for (uint32_t i = 0; i < l.n; i++)
+		free(l.v[i].sig);
+	free(l.v);
+	hashmap_free(&l.by_sig);
+	return l.total;
 }
 
 /* ---- -allow-custom-ops ------------------------------------------------------------- */
