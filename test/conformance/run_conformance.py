@@ -7,7 +7,7 @@ model.onnx and test_data_set_*/{input,output}_*.pb. For every test:
  (a) the original model runs in ONNX Runtime on each data set and must give
      the expected outputs; if it does not (load error, run error, wrong numbers)
      the test is skipped with the reason recorded, since the runtime cannot
-     judge it. Inputs that onnxruntime-node cannot take (sequences, optionals,
+     judge it. Inputs that ortlib (numpy arrays) cannot take (sequences, optionals,
      maps, some dtypes) are skipped too;
  (b) unless --no-onnxc, `onnxc model.onnx -O0 -emit=onnx -o out.onnx` (or -O1/-O2 with -O) re-emits
      the model, and out.onnx must give the same outputs: pass or fail;
@@ -50,8 +50,8 @@ SUITES = ["node", "pytorch-converted", "pytorch-operator", "simple"]
 RTOL = 1e-3
 ATOL = 1e-7
 
-# Element types the onnxruntime-node tensor API takes.
-ORT_NODE_TYPES = {
+# Element types utils/ortlib.py passes to ONNX Runtime (numpy arrays).
+ORT_TYPES = {
     onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
     onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
     onnx.TensorProto.INT64, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16,
@@ -109,12 +109,12 @@ def read_value(path, vi):
     """A .pb file as a numpy array; sequences and optionals raise Skip."""
     kind = value_kind(vi) if vi is not None else "tensor"
     if kind != "tensor":
-        raise Skip("%s value (%s) not supported by onnxruntime-node" % (kind, os.path.basename(path)))
+        raise Skip("%s value (%s) not supported by ortlib (numpy arrays)" % (kind, os.path.basename(path)))
     tensor = onnx.TensorProto()
     with open(path, "rb") as f:
         tensor.ParseFromString(f.read())
-    if tensor.data_type not in ORT_NODE_TYPES:
-        raise Skip("dtype %s not supported by onnxruntime-node" % dtype_name(tensor.data_type))
+    if tensor.data_type not in ORT_TYPES:
+        raise Skip("dtype %s not supported by ortlib (numpy arrays)" % dtype_name(tensor.data_type))
     arr = numpy_helper.to_array(tensor)
     if tensor.data_type == onnx.TensorProto.STRING:
         arr = np.vectorize(lambda b: b.decode("utf-8", "surrogateescape") if isinstance(b, bytes) else str(b),
@@ -135,7 +135,7 @@ def load_test(testdir):
     outs = list(model.graph.output)
     for vi in outs:
         if value_kind(vi) != "tensor":
-            raise Skip("%s output %s not supported by onnxruntime-node" % (value_kind(vi), vi.name))
+            raise Skip("%s output %s not supported by ortlib (numpy arrays)" % (value_kind(vi), vi.name))
     sets = []
     for ds in sorted(glob.glob(os.path.join(testdir, "test_data_set_*"))):
         in_files = numbered(glob.glob(os.path.join(ds, "input_*.pb")))

@@ -68,11 +68,11 @@ def load_sets(testdir):
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else None
         if elem is not None and elem not in NPY_TYPES:
             raise rc.Skip("dtype %s (%s) has no .npy form" % (rc.dtype_name(elem), vi.name))
-    rc.ORT_NODE_TYPES = NPY_TYPES
+    rc.ORT_TYPES = NPY_TYPES
     try:
         return rc.load_test(testdir)
     except rc.Skip as e:
-        raise rc.Skip(str(e).replace("onnxruntime-node", "onnxc run's .npy files"))
+        raise rc.Skip(str(e).replace("ortlib (numpy arrays)", "onnxc run's .npy files"))
 
 
 def run_set(opts, model, feeds, tmp):
