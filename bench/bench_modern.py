@@ -115,6 +115,22 @@ def latency(res, case, workdir, a):
                       "lo": lo, "hi": hi, "rounds": len(times[0]), "batch": batch}
 
 
+def run_onnxc(spec, case, ref, a, workdir, r):
+    """zoo.run_onnxc with the bench's --opset."""
+    import onnxc
+    os.environ["ONNXC"] = a.onnxc
+    r["stage"] = "export"
+    path = os.path.join(workdir, "onnxc.onnx")
+    try:
+        onnxc.export(case.model, case.args, path, kwargs=case.kwargs or None,
+                     dynamic_shapes=case.dynamic, opset=a.opset)
+    except onnxc.ConversionError as e:
+        r["stage"] = "bridge" if e.returncode is None else "onnxc"
+        raise
+    r["nodes"] = zoo.node_count(path)
+    zoo.check_file(r, path, case, ref, spec)
+
+
 def child(spec, a):
     import torch
     import bench_exporter as be   # inspect_onnx: nodes, histogram, size
@@ -131,7 +147,7 @@ def child(spec, a):
         except Exception as e:
             res["onnxc"]["detail"] = res["peer"]["detail"] = zoo.short_message(e)
             return res
-        for side, fn, args in (("onnxc", zoo.run_onnxc, (spec, case, ref, a.onnxc, workdir)),
+        for side, fn, args in (("onnxc", run_onnxc, (spec, case, ref, a, workdir)),
                                ("peer", zoo.run_peer, (spec, case, ref, workdir))):
             r = res[side]
             t0 = time.perf_counter()
@@ -159,7 +175,7 @@ def child(spec, a):
 def run_child(spec, a):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec),
            "--onnxc", a.onnxc, "--runs", str(a.runs), "--budget", str(a.budget),
-           "--sample-ms", str(a.sample_ms)]
+           "--sample-ms", str(a.sample_ms), "--opset", str(a.opset)]
     cmd += ["--no-latency"] if a.no_latency else []
     cmd += ["--keep", a.keep] if a.keep else []
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -246,7 +262,7 @@ def report(rows, load0, load1, a, wall):
                 "geometric mean of the ratio %.3f" % (fast, len(logs), math.exp(sum(logs) / len(logs)))
     print(line + ".")
     print("Load average (1 min) %.2f at the start, %.2f at the end; wall time %.0f s; "
-          "onnxc %s." % (load0, load1, wall, a.onnxc))
+          "onnxc %s at opset %d." % (load0, load1, wall, a.onnxc, a.opset))
 
 
 def main(argv=None):
@@ -262,6 +278,9 @@ def main(argv=None):
                     help="seconds of timed rounds a model, at least 10 rounds (default 20)")
     ap.add_argument("--sample-ms", type=float, default=20,
                     help="a round times a batch of inferences lasting about MS (default 20)")
+    ap.add_argument("--opset", type=int, default=18,
+                    help="onnxc's default-domain opset (default 18, onnxc.export's default; "
+                         "the peer writes 20)")
     ap.add_argument("--no-latency", action="store_true", help="nodes and sizes only")
     ap.add_argument("--timeout", type=int, default=900, help="seconds a model (default 900)")
     ap.add_argument("-j", dest="jobs", type=int, default=1,
