@@ -456,6 +456,12 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 	if (o->time_passes && pl->n)
 		fprintf(stderr, "onnxc: pass %-14s %9.3f ms %7u -> %7u nodes (%+lld), %u passes\n", "total", total_ms, first, last,
 			(long long)last - (long long)first, ran);
+	/* What is written must read back: a type a pass wrote that inference
+	 * contradicts is refused here, at the node, not by the next reader. */
+	if (pl->n && !o->verify_each && verify_module(m)) {
+		diag_error((Loc){ 0 }, "the IR is invalid after the passes (-verify-each names the pass)");
+		return 1;
+	}
 	return 0;
 }
 
