@@ -307,7 +307,9 @@ int arg_identical(const Arg *a, const Arg *b)
 	case A_GRAPH: return a->u.g == b->u.g;
 	case A_TYPE: return type_equal(a->u.ty, b->u.ty);
 	case A_LIST:
-		if (a->n != b->n || a->elem != b->elem)
+		/* elem is a hint for an empty list only: the same non-empty
+		 * list may come from a parser (hinted) or a pass (not). */
+		if (a->n != b->n || (a->n == 0 && a->elem != b->elem))
 			return 0;
 		for (uint32_t i = 0; i < a->n; i++)
 			if (!arg_identical(&a->u.list[i], &b->u.list[i]))
