@@ -13,13 +13,14 @@ three processes, one after the other, each under /usr/bin/time -v:
              reference output), export with utils/fxir_export.py
              (m.fxir + m.safetensors)
   2. onnxc   onnxc m.fxir -O2 -o m.onnx -external-data
-  3. ort     run m.onnx once in ONNX Runtime (utils/ortlib.py, node) on the
+  3. ort     run m.onnx once in ONNX Runtime (utils/ortlib.py: a server) on the
              same ids and compare with PyTorch's output
 
 and prints wall time and peak RSS per stage (a stage's peak is its largest
-process: ORT's is the node process), the weights' size and the largest
-tensor's, onnxc's peak against the largest tensor, and the max abs
-difference between ONNX Runtime and PyTorch.  --config tinyllama is
+process: ORT's is ortlib's server, under the torch 2.x environment's
+Python), the weights' size and the largest tensor's, onnxc's peak
+against the largest tensor, and the max abs difference between ONNX
+Runtime and PyTorch.  --config tinyllama is
 TinyLlama-1.1B's published shape (d 2048, 22 layers, 32 heads, 4 kv heads,
 ffn 5632, vocab 32000); --layers overrides the depth.  Needs about 1.1x the
 weights of free memory and 2.2x of free disk (TMPDIR moves the files).

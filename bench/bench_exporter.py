@@ -15,7 +15,7 @@ BatchNorm statistics, same example inputs):
 3. node count (main graph; nodes of local functions and subgraphs are
    counted too and shown after a +) and file size (with external data) of
    both files;
-4. both models in ONNX Runtime (bench/bench_ort.js: CPU, default graph
+4. both models in ONNX Runtime (bench/bench_ort.py: CPU, default graph
    optimizations, 1 intra-op and 1 inter-op thread) in one process, on the
    same saved inputs, interleaved A B, B A, ... after warm-up (a fast
    model's timed run is a batch of inferences lasting about --sample-ms,
@@ -75,7 +75,19 @@ import fxir_export  # noqa: E402
 import models  # noqa: E402
 import run_e2e  # noqa: E402  (flat_inputs, flat_outputs, first_lines, extra_cases)
 
-BENCH_ORT = os.path.join(HERE, "bench_ort.js")
+BENCH_ORT = os.path.join(HERE, "bench_ort.py")
+
+
+def ort_python():
+    """The Python that runs bench_ort.py: this one if it has onnxruntime,
+    else ortlib's (the torch 2.x environment's)."""
+    import importlib.util
+    if importlib.util.find_spec("onnxruntime"):
+        return sys.executable
+    import ortlib
+    return ortlib.ort_python()
+
+
 OPSET = 17
 # A file computes the model when every output is within this of PyTorch's,
 # on the example and on the e2e tests' other inputs.  Far above rounding
@@ -638,7 +650,10 @@ def main():
     ap.add_argument("--procs", type=int, default=4,
                     help="ONNX Runtime processes a model's runs are split among, every other "
                          "one loading the files in reverse order (default 4)")
-    ap.add_argument("--node", default="node", help="node.js (default: node on PATH)")
+    ap.add_argument("--ort-python", dest="node", default=ort_python(),
+                    help="the Python (with onnxruntime) that runs bench/bench_ort.py "
+                         "(default: this one if it has onnxruntime, else the torch 2.x "
+                         "environment's)")
     ap.add_argument("--top", type=int, default=6, help="op differences listed per model")
     ap.add_argument("--patched", action="store_true",
                     help="also time a copy of onnxc's file with trailing empty inputs and "

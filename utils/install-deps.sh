@@ -8,14 +8,12 @@
 # test tools (lit, FileCheck, not from llvm-19-tools), clang for libFuzzer,
 # torch/torchvision/onnx/numpy for the exporter and the end-to-end tests, and
 # ONNX's conformance test data, graphviz (the report draws the graph with
-# dot; the tests that render it need it). The tests run models with the
-# onnxruntime Python package of the torch 2.x environment below (Debian's
-# python3 through utils/ortlib.py's server). Only the latency benchmark
-# (bench/bench_ort.js) still takes ONNX Runtime from the npm package
-# onnxruntime-node, pinned in utils/node/package-lock.json; its native library
-# ships inside the package, so install scripts are not run. A .pth file makes
-# the Python API (python/onnxc) importable by Debian's python3; last, the
-# checkout is pip-installed (editable) into the torch 2.x environment.
+# dot; the tests that render it need it). ONNX Runtime is the onnxruntime
+# Python package of the torch 2.x environment below (Debian's python3 runs
+# models through utils/ortlib.py's server under that environment's Python).
+# A .pth file makes the Python API (python/onnxc) importable by Debian's
+# python3; last, the checkout is pip-installed (editable) into the torch 2.x
+# environment.
 #
 # The torch 2.x lane: a virtual environment (ONNXC_VENV, default
 # ~/.cache/onnxc/venv-torch2) made with Debian's python3, holding the torch,
@@ -64,11 +62,6 @@ have_rt=0
 for p in "${RT_CANDIDATES[@]}"; do
   if installed "$p"; then have_rt=1; fi
 done
-if ! command -v node >/dev/null 2>&1; then
-  missing+=(nodejs npm)
-elif ! command -v npm >/dev/null 2>&1; then
-  missing+=(npm)
-fi
 
 if [ ${#missing[@]} -gt 0 ] || [ "$have_rt" = 0 ]; then
   say "apt-get update"
@@ -116,21 +109,6 @@ else
   say "clang -fsanitize=fuzzer: does NOT link (fuzzing will be skipped):"
   cat "$tmp/err"
 fi
-
-# ---- ONNX Runtime for node (bench/bench_ort.js) ----
-NODE_DIR="$REPO/utils/node"
-want="$(node -e "console.log(require('$NODE_DIR/package.json').dependencies['onnxruntime-node'])")"
-have="$(cd "$NODE_DIR" && node -e "try{console.log(require('onnxruntime-node/package.json').version)}catch(e){console.log('none')}")"
-if [ "$have" = "$want" ] && (cd "$NODE_DIR" && node -e "require('onnxruntime-node')" 2>/dev/null); then
-  say "onnxruntime-node $have: installed"
-else
-  say "onnxruntime-node $want: installing into utils/node (have: $have)"
-  (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund)
-fi
-(cd "$NODE_DIR" && node -e "
-const ort = require('onnxruntime-node');
-console.log('== onnxruntime-node loads: ' + ort.env.versions.node + ', backends: ' +
-  ort.listSupportedBackends().map((b) => b.name).join(' '));")
 
 # ---- the Python API: `import onnxc` with Debian's python3 ----
 # A .pth file in /usr/local's dist-packages (the site directory Debian leaves
