@@ -1,13 +1,14 @@
 #!/bin/bash
 # onnxc's test command.
 #
-#   bash utils/test.sh           build, lit, lit under ASan/UBSan, fuzz smoke,
+#   bash utils/test.sh           build, lit, round trip and idempotence of
+#                                every shipped .fxir, lit under ASan/UBSan, fuzz smoke,
 #                                ONNX conformance, the runtime's kernels on
 #                                ONNX's node tests, decompositions against
 #                                PyTorch, the Python API, the exporter's
 #                                contract, end-to-end tests, the
 #                                torchvision/torchaudio zoo sweep
-#   bash utils/test.sh --quick   build, lit, kernels, decompositions, the
+#   bash utils/test.sh --quick   build, lit, round trip, kernels, decompositions, the
 #                                Python API, the contract and end-to-end only
 #   bash utils/test.sh --fuzz-long[=SECONDS]
 #                                only the fuzz targets, each for SECONDS
@@ -15,7 +16,7 @@
 #
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
-# lit runs, the conformance and kernel suites, the Python API and contract
+# lit runs, the round trip, the conformance and kernel suites, the Python API and contract
 # tests, the end-to-end tests and the zoo sweep.
 set -uo pipefail
 
@@ -46,7 +47,7 @@ for arg in "$@"; do
     --fuzz-long) FUZZ_LONG=600 ;;
     --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
       [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -202,6 +203,23 @@ if [ "$FUZZ_LONG" != 0 ]; then
   exit 0
 fi
 
+# counted STEP HINT CMD...: runs a suite whose last line is
+# `N passed, N failed, N skipped`, adds its counts, and stops the run if it
+# failed (HINT says where to look).
+counted() {
+  local step=$1 hint=$2 rc p f s
+  shift 2
+  "$@" 2>&1 | tee "$LOGDIR/$step.log"
+  rc=${PIPESTATUS[0]}
+  read -r p f s < <(closing_counts "$LOGDIR/$step.log")
+  count "${p:-0}" "${f:-0}" "${s:-0}"
+  if [ "$rc" -ne 0 ]; then
+    [ "${f:-0}" -gt 0 ] || count 0 1 0
+    fail "$step" "exit $rc; $hint" 1
+  fi
+  note "$step" "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+}
+
 # ---- 1. build ----
 header "build: build/ (RelWithDebInfo)"
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo || fail build "cmake configure or build of build/ failed"
@@ -211,6 +229,11 @@ note build ok
 # ---- 2. lit ----
 header "lit: test/lit against build/onnxc"
 run_lit lit build/onnxc
+
+# ---- 2b. round trip and idempotence ----
+header "roundtrip: every shipped .fxir printed, read back, and each -O pipeline on its own output (test/roundtrip/run_roundtrip.py)"
+counted roundtrip "rerun with -v -k PATH to see each check" \
+  "$PY" test/roundtrip/run_roundtrip.py --onnxc build/onnxc -j"$JOBS"
 
 # ---- 3. lit under ASan and UBSan ----
 if [ "$QUICK" = 1 ]; then
@@ -240,23 +263,6 @@ else
   fuzz_all
   note fuzz "ok: runs: $FUZZ_SUMMARY"
 fi
-
-# counted STEP HINT CMD...: runs a suite whose last line is
-# `N passed, N failed, N skipped`, adds its counts, and stops the run if it
-# failed (HINT says where to look).
-counted() {
-  local step=$1 hint=$2 rc p f s
-  shift 2
-  "$@" 2>&1 | tee "$LOGDIR/$step.log"
-  rc=${PIPESTATUS[0]}
-  read -r p f s < <(closing_counts "$LOGDIR/$step.log")
-  count "${p:-0}" "${f:-0}" "${s:-0}"
-  if [ "$rc" -ne 0 ]; then
-    [ "${f:-0}" -gt 0 ] || count 0 1 0
-    fail "$step" "exit $rc; $hint" 1
-  fi
-  note "$step" "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
-}
 
 # ---- 5. ONNX conformance ----
 header "conformance: ONNX node tests through onnxc"
