@@ -4,12 +4,16 @@
 Models of the torch 2.x era, built from small configurations with random
 weights (seeded; nothing is downloaded): decoder LLMs, encoders,
 encoder-decoders and speech and vision models of transformers, the main
-families of timm, and torchvision's builders (run_zoo.py's).  Each goes
+families of timm, and every torchvision builder but the quantized ones
+(those over LARGE_PARAMS parameters only with --large).  Each goes
 through `onnxc.export` (torch.export under the bridge, `onnxc -O2`), runs
 in ONNX Runtime (CPUExecutionProvider, one thread) and is compared with
 PyTorch's eager outputs: max abs diff <= 1e-4 on float outputs, times the
 largest output magnitude when that is above 1 (or twice PyTorch's own f32
-error against f64 when larger); exact for integers and bools.  The LLMs are
+error against f64 when larger); exact for integers and bools.  A detector's
+detections whose scores are that close (or closer than twice PyTorch's own
+f32 error on its scores, when that is wider) are put in one order, by label
+and box, before the comparison.  The LLMs are
 exported with a dynamic batch and sequence and run again at two other sizes.
 With --peer the same goes through `torch.onnx.export(..., dynamo=True)` for
 comparison (its result does not count).  Run it with the torch 2.x
@@ -17,14 +21,17 @@ environment's Python:
 
     ~/.cache/onnxc/venv-torch2/bin/python test/zoo/run_modern_zoo.py
         [--onnxc PATH] [-k PATTERN] [--list] [-j N] [--timeout SECONDS]
-        [--peer] [--markdown FILE] [--failures FILE]
+        [--peer] [--large] [--markdown FILE] [--failures FILE]
 
 Each model runs in its own process (a crash or a timeout is that model's
 failure).  A model listed in KNOWN_FAILURES, with a substring of the message
 it fails with, counts as a skip while it fails so; any other failure counts
 as failed, and a listed model that passes counts as passed and is reported
-so the list can shrink.  Prints one row a model and, alone on the last line,
-`N passed, N failed, N skipped`.  Exit status 1 when a model fails.
+so the list can shrink.  A torchvision builder over the test's time budget
+(LARGE_PARAMS) is a counted skip unless --large, and one that
+torchvision.models.list_models() names but the zoo neither runs nor skips
+with a reason is a failure.  Prints one row a model and, alone on the last
+line, `N passed, N failed, N skipped`.  Exit status 1 when a model fails.
 --failures FILE writes onnxc's failure messages grouped, with the models
 that stop on each.
 """
