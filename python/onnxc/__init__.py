@@ -66,7 +66,7 @@ def find_onnxc():
             env = os.path.join(env, "onnxc")
         if not os.access(env, os.X_OK):
             raise ConversionError("ONNXC=%s is not an executable onnxc" % env)
-        return env
+        return os.path.abspath(env)   # onnxc runs in a temporary directory
     built = os.path.join(_REPO, "build", "onnxc")
     if os.access(built, os.X_OK):
         return built
