@@ -58,8 +58,9 @@ static const char usage_text[] =
 	"  -emit=fxir|listing|onnx|dot\n"
 	"                           what to write (default: onnx when -o ends in .onnx,\n"
 	"                           else fxir); dot: the graph for Graphviz\n"
-	"  -opset=N                 default-domain opset when the input names none\n"
-	"                           (17 to 23; default 18)\n"
+	"  -opset=N                 default-domain opset to write (13 to 28; default:\n"
+	"                           the input's, else 18); an input naming another\n"
+	"                           is converted to it\n"
 	"  -opset-upgrade           raise the default-domain opset to the smallest that\n"
 	"                           has every op used, instead of failing\n"
 	"  -keep-initializers-as-inputs\n"
@@ -325,7 +326,7 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (strcmp(a, "-opset-upgrade") == 0) {
 			o->opset_upgrade = 1;
 		} else if (match(a, "-opset", &v)) {
-			parse_numeric(a, v, 17, 23, &n);
+			parse_numeric(a, v, ONNXC_OPSET_MIN, ONNXC_OPSET_MAX, &n);
 			o->w.opset = (int)n;
 		} else if (strcmp(a, "-external-data") == 0) {
 			o->w.external = 1;
@@ -684,13 +685,26 @@ static Module *read_input(const Opts *o, const char *text, size_t len, uint32_t 
 	return m;
 }
 
+/* -opset=N on a module that names another default-domain opset converts
+ * it first (passes/opset_convert.c), so that decompose, fuse and the
+ * final check all see opset N. */
+static int convert_opset(Module *m, const Opts *o)
+{
+	if (!o->w.opset || opsets_onnx(&m->opsets, o->w.opset) == o->w.opset)
+		return 0;
+	if (opset_convert(m, o->w.opset))
+		return 1;
+	infer_module(m, WALK_PROGRAM);
+	return 0;
+}
+
 /* Each stage is marked in the report as it ends; the report sees the
  * module as read and as it stands when the run stops. */
 static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t len, uint32_t first_line)
 {
 	Report *r = o->report;
 	Module *m = read_input(o, text, len, first_line);
-	int rc = 1, verified = m && verify_module(m) == 0, lowered = verified && run_pipeline(m, pl, o) == 0;
+	int rc = 1, verified = m && verify_module(m) == 0, lowered = verified && convert_opset(m, o) == 0 && run_pipeline(m, pl, o) == 0;
 	if (r) {
 		report_stage(r, STAGE_PARSE, m ? STAGE_OK : STAGE_FAILED, looks_like_onnx(o->input, text, len) ? "ONNX import" : NULL);
 		if (m)

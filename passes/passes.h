@@ -51,6 +51,16 @@ void pipeline_free(Pipeline *p);
 #include "passes.def"
 #undef PASS
 
+/* opset_convert.c: converts every ONNX node of the program (graphs and
+ * function bodies) from the default-domain opset its module or function
+ * names to `target`, which the module and its functions then name;
+ * returns the number of nodes reported as having no conversion (the
+ * opsets are then left unchanged). */
+int opset_convert(Module *m, int64_t target);
+/* The opsets -opset=N may name: 13 to the newest of the onnx package
+ * attrs.def is generated from (onnx 1.23.1). */
+enum { ONNXC_OPSET_MIN = 13, ONNXC_OPSET_MAX = 28 };
+
 /* decompose.c: reports every ATen-level node left anywhere in m (one error
  * each and a summary note); returns how many there were. */
 uint32_t decompose_report_unsupported(Module *m);

@@ -1,0 +1,880 @@
+/* opset_convert.c - a module moves from the default-domain opset it names
+ * to another, up or down, node by node.
+ *
+ * An op whose schema changed between the two opsets is rewritten into its
+ * form at the target: operands that moved between attributes and inputs
+ * (Squeeze, Unsqueeze, ReduceSum and Split's split at 13; the other
+ * Reduce* ops, Pad's axes and Split's num_outputs at 18; DFT's axis at
+ * 20), attributes added later dropped when lowering if they hold their
+ * default (Cast's saturate at 19, Reshape's allowzero at 14, ...), values
+ * renamed (GridSample's modes at 20) and ops newer than the target
+ * written out in older ones (HardSwish, Mish, Gelu, Swish,
+ * LayerNormalization, CastLike).  Where no conversion exists the node is
+ * reported, naming the op, the opset it is in and the target.
+ *
+ * Constants made here are onnx::Constant nodes (a function body has no
+ * initializers).  New nodes are inserted before the node they replace and
+ * carry its provenance and location; the last node of an expansion takes
+ * the replaced node's place and results.  One walk, constant work per node
+ * (a LayerNormalization is a dozen nodes): linear in the program. */
+#include <string.h>
+#include "passes.h"
+
+static const double SQRT_2_OVER_PI = 0.7978845608028654, SQRT1_2 = 0.7071067811865476;
+
+typedef struct Conv {
+	Module *m;
+	Graph *g;
+	int64_t from, to;           /* the opset of the graph being converted, the target */
+	int errors;
+} Conv;
+
+/* ---- small helpers ------------------------------------------------------- */
+static int crosses(const Conv *c, int64_t at)
+{
+	int64_t lo = c->from < c->to ? c->from : c->to, hi = c->from < c->to ? c->to : c->from;
+	return lo < at && at <= hi;
+}
+
+static int lowering(const Conv *c) { return c->to < c->from; }
+
+static const char *opname(const Node *n) { return sym_str(n->name); }
+
+static void fail(Conv *c, const Node *n, const char *fmt, ...)
+{
+	char msg[500];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	/* An imported node has no line: its name says which it is. */
+	if (!n->loc.line && n->node_name)
+		diag_error(n->loc, "node '%s': onnx::%s (opset %lld) has no form at opset %lld: %s", sym_str(n->node_name),
+			   opname(n), (long long)c->from, (long long)c->to, msg);
+	else
+		diag_error(n->loc, "onnx::%s (opset %lld) has no form at opset %lld: %s", opname(n), (long long)c->from,
+			   (long long)c->to, msg);
+	c->errors++;
+}
+
+static Named *kw_find(Node *n, const char *name)
+{
+	Sym s = sym_cstr(name);
+	for (uint32_t i = 0; i < n->nkw; i++)
+		if (n->kw[i].name == s)
+			return &n->kw[i];
+	return NULL;
+}
+
+static void kw_drop(Node *n, const char *name)
+{
+	Named *k = kw_find(n, name);
+	if (k)
+		*k = n->kw[--n->nkw];
+}
+
+static void kw_set(Conv *c, Node *n, const char *name, Arg v)
+{
+	Named *k = kw_find(n, name);
+	if (k) {
+		k->val = v;
+		return;
+	}
+	Named *kw = ARENA_ARRAY(&c->m->arena, Named, n->nkw + 1);
+	if (n->nkw)
+		memcpy(kw, n->kw, n->nkw * sizeof *kw);
+	kw[n->nkw++] = (Named){ sym_cstr(name), v };
+	n->kw = kw;
+}
+
+static Arg int_arg(int64_t i) { return (Arg){ .kind = A_INT, .u.i = i }; }
+static Arg val_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
+
+static Arg str_arg(const char *s)
+{
+	return (Arg){ .kind = A_STR, .u.s = { s, strlen(s) } };
+}
+
+static Arg ints_arg(Conv *c, const int64_t *v, uint32_t n)
+{
+	Arg *l = ARENA_ARRAY(&c->m->arena, Arg, n ? n : 1);
+	for (uint32_t i = 0; i < n; i++)
+		l[i] = int_arg(v[i]);
+	return (Arg){ .kind = A_LIST, .elem = A_INT, .n = n, .u.list = l };
+}
+
+static int str_is(const Named *k, const char *s)
+{
+	return k && k->val.kind == A_STR && k->val.u.s.n == strlen(s) && memcmp(k->val.u.s.s, s, k->val.u.s.n) == 0;
+}
+
+/* Sets n's positional arguments to nargs, new slots none. */
+static void set_nargs(Conv *c, Node *n, uint32_t nargs)
+{
+	if (nargs > n->nargs) {
+		Arg *a = ARENA_ARRAY(&c->m->arena, Arg, nargs);
+		if (n->nargs)
+			memcpy(a, n->args, n->nargs * sizeof *a);
+		for (uint32_t i = n->nargs; i < nargs; i++)
+			a[i] = (Arg){ .kind = A_NONE };
+		n->args = a;
+	}
+	n->nargs = nargs;
+}
+
+static const Type *type_of(Conv *c, ValueId v)
+{
+	const Type *t = v ? val(c->m, v)->type : NULL;
+	return t && t->kind == TY_TENSOR ? t : NULL;
+}
+
+/* The rank of v, or -1. */
+static int32_t rank_of(Conv *c, ValueId v)
+{
+	const Type *t = type_of(c, v);
+	return t ? t->rank : -1;
+}
+
+/* A node of op before `at`, with at's provenance and location and one
+ * fresh result named after at's first (type t, may be NULL: inference
+ * fills it in). */
+static Node *emit_before(Conv *c, Node *at, OpId op, uint32_t nargs, uint32_t nkw, Type *t, const char *suffix)
+{
+	Node *n = node_new_op(c->m, op, 1, nargs, nkw);
+	n->prov = at->prov;
+	n->loc = at->loc;
+	char buf[300];
+	ValueId like = at->nres ? at->res[0] : VNONE;
+	snprintf(buf, sizeof buf, "%.250s_%s", like ? sym_str(val(c->m, like)->name) : "v", suffix);
+	n->res[0] = value_new(c->m, value_fresh_name(c->m, sym_cstr(buf)), t, VK_NODE);
+	val(c->m, n->res[0])->def = n;
+	val(c->m, n->res[0])->loc = at->loc;
+	node_insert_before(c->g, at, n);
+	return n;
+}
+
+/* An onnx::Constant before `at` holding a tensor of dtype dt and the given
+ * dims (rank -1: a scalar) from doubles or int64s. */
+static ValueId emit_const(Conv *c, Node *at, DType dt, int32_t rank, const int64_t *dims, const double *f,
+			  const int64_t *iv, size_t numel)
+{
+	Arena *a = &c->m->arena;
+	int32_t r = rank < 0 ? 0 : rank;
+	Dim *d = ARENA_ARRAY(a, Dim, r ? r : 1);
+	for (int32_t i = 0; i < r; i++)
+		d[i] = (Dim){ dims[i], 0 };
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->type = type_tensor(a, dt, r, d);
+	t->nbytes = tensor_nbytes(dt, (int64_t)numel);
+	uint8_t *data = arena_alloc(a, t->nbytes ? t->nbytes : 1);
+	memset(data, 0, t->nbytes ? t->nbytes : 1);
+	for (size_t i = 0; i < numel; i++)
+		tensor_put(dt, data, i, f ? f[i] : 0, iv ? iv[i] : 0, iv != NULL);
+	t->data = data;
+	Node *n = emit_before(c, at, OP_ONNX_Constant, 0, 1, t->type, "const");
+	n->kw[0] = (Named){ S_value, { .kind = A_TENSOR, .u.t = t } };
+	return n->res[0];
+}
+
+static ValueId const_ints(Conv *c, Node *at, const int64_t *v, uint32_t n)
+{
+	int64_t dim = n;
+	return emit_const(c, at, DT_I64, 1, &dim, NULL, v, n);
+}
+
+static ValueId const_scalar(Conv *c, Node *at, DType dt, double x)
+{
+	return emit_const(c, at, dt, 0, NULL, &x, NULL, 1);
+}
+
+/* The ints of a constant input or an INT/INTS attribute's value; -1 if
+ * it is not constant. */
+static int read_ints(Conv *c, const Arg *a, int64_t *out, int max)
+{
+	if (a->kind == A_INT) {
+		out[0] = a->u.i;
+		return 1;
+	}
+	if (a->kind == A_LIST) {
+		if (a->n > (uint32_t)max)
+			return -1;
+		for (uint32_t i = 0; i < a->n; i++) {
+			if (a->u.list[i].kind != A_INT)
+				return -1;
+			out[i] = a->u.list[i].u.i;
+		}
+		return (int)a->n;
+	}
+	const Tensor *t = a->kind == A_VALUE ? const_tensor(c->m, a->u.v) : NULL;
+	int64_t numel = t && t->type && t->data ? type_numel(t->type) : -1;
+	if (numel < 0 || numel > max || (t->type->dtype != DT_I64 && t->type->dtype != DT_I32))
+		return -1;
+	for (int64_t i = 0; i < numel; i++)
+		out[i] = tensor_get_i((DType)t->type->dtype, t->data, (size_t)i);
+	return (int)numel;
+}
+
+enum { MAXR = 64 };
+
+/* ---- operands that moved between attributes and inputs ------------------ */
+/* The attribute `name` becomes input `slot` (up), or input `slot` becomes
+ * the attribute (down: it must be constant).  An absent operand stays
+ * absent.  Returns 0 after reporting. */
+static int attr_to_input(Conv *c, Node *n, const char *name, uint32_t slot)
+{
+	Named *k = kw_find(n, name);
+	if (!k)
+		return 1;
+	int64_t v[MAXR];
+	int cnt = read_ints(c, &k->val, v, MAXR);
+	if (cnt < 0) {
+		fail(c, n, "its '%s' attribute is not a list of ints", name);
+		return 0;
+	}
+	ValueId in = const_ints(c, n, v, (uint32_t)cnt);
+	kw_drop(n, name);
+	if (n->nargs <= slot)
+		set_nargs(c, n, slot + 1);
+	n->args[slot] = val_arg(in);
+	return 1;
+}
+
+static int input_to_attr(Conv *c, Node *n, const char *name, uint32_t slot)
+{
+	if (n->nargs <= slot || n->args[slot].kind == A_NONE) {
+		if (n->nargs > slot)
+			n->nargs = slot;
+		return 1;
+	}
+	int64_t v[MAXR];
+	int cnt = read_ints(c, &n->args[slot], v, MAXR);
+	if (cnt < 0) {
+		fail(c, n, "its input '%s' is not a constant (it is an attribute there)", name);
+		return 0;
+	}
+	kw_set(c, n, name, ints_arg(c, v, (uint32_t)cnt));
+	n->nargs = slot;
+	return 1;
+}
+
+static int is_reduce18(OpId op)
+{
+	switch (op) {
+	case OP_ONNX_ReduceL1: case OP_ONNX_ReduceL2: case OP_ONNX_ReduceLogSum: case OP_ONNX_ReduceLogSumExp:
+	case OP_ONNX_ReduceMax: case OP_ONNX_ReduceMean: case OP_ONNX_ReduceMin: case OP_ONNX_ReduceProd:
+	case OP_ONNX_ReduceSumSquare:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Reduce* with axes as an input (from `at` on) or as an attribute. */
+static void reduce_axes(Conv *c, Node *n, int64_t at)
+{
+	if (!crosses(c, at))
+		return;
+	if (!lowering(c)) {
+		attr_to_input(c, n, "axes", 1);
+		return;
+	}
+	Named *noop = kw_find(n, "noop_with_empty_axes");
+	int keep = noop && noop->val.kind == A_INT && noop->val.u.i;
+	int64_t v[MAXR];
+	int cnt = n->nargs > 1 && n->args[1].kind != A_NONE ? read_ints(c, &n->args[1], v, MAXR) : 0;
+	if (keep && cnt == 0) {
+		/* No axes and noop_with_empty_axes=1: the input unchanged. */
+		n->op = OP_ONNX_Identity;
+		n->name = op_name_of(OP_ONNX_Identity);
+		n->nargs = 1;
+		n->nkw = 0;
+		return;
+	}
+	kw_drop(n, "noop_with_empty_axes");
+	input_to_attr(c, n, "axes", 1);
+}
+
+/* Split: `split` became an input at 13; num_outputs came at 18. */
+static void split(Conv *c, Node *n)
+{
+	if (crosses(c, 13) && !lowering(c) && !attr_to_input(c, n, "split", 1))
+		return;
+	if (!crosses(c, 18))
+		return;
+	int has_split = n->nargs > 1 && n->args[1].kind != A_NONE;
+	Named *no = kw_find(n, "num_outputs");
+	if (!lowering(c)) {
+		if (!has_split && !no)
+			kw_set(c, n, "num_outputs", int_arg(n->nres));
+		return;
+	}
+	if (!no)
+		return;
+	/* num_outputs: chunks of ceil(d / k), the last one smaller. */
+	Named *ax = kw_find(n, "axis");
+	int64_t axis = ax && ax->val.kind == A_INT ? ax->val.u.i : 0;
+	const Type *t = type_of(c, operand(n, 0));
+	int64_t k = no->val.kind == A_INT ? no->val.u.i : 0;
+	if (t && t->rank > 0 && axis < 0)
+		axis += t->rank;
+	if (!t || t->rank <= 0 || axis < 0 || axis >= t->rank || t->dims[axis].sym || t->dims[axis].v < 0 || k <= 0 ||
+	    k > MAXR) {
+		fail(c, n, "num_outputs needs the size of the split axis, which is not known");
+		return;
+	}
+	int64_t d = t->dims[axis].v, chunk = (d + k - 1) / k, sizes[MAXR];
+	int64_t left = d;
+	for (int64_t i = 0; i < k; i++) {
+		sizes[i] = left < chunk ? left : chunk;
+		left -= sizes[i];
+	}
+	kw_drop(n, "num_outputs");
+	set_nargs(c, n, 2);
+	n->args[1] = val_arg(const_ints(c, n, sizes, (uint32_t)k));
+}
+
+/* Pad: axes (input 3) from 18 on, mode "wrap" from 19 on. */
+static void pad(Conv *c, Node *n)
+{
+	Named *mode = kw_find(n, "mode");
+	if (lowering(c) && crosses(c, 19) && str_is(mode, "wrap")) {
+		fail(c, n, "mode \"wrap\" first appears in opset 19");
+		return;
+	}
+	if (!lowering(c) || !crosses(c, 18) || n->nargs < 4 || n->args[3].kind == A_NONE) {
+		if (lowering(c) && crosses(c, 18) && n->nargs > 3)
+			n->nargs = 3;
+		return;
+	}
+	int32_t r = rank_of(c, operand(n, 0));
+	int64_t axes[MAXR], pads[2 * MAXR], full[2 * MAXR] = { 0 };
+	int na = read_ints(c, &n->args[3], axes, MAXR), np = read_ints(c, &n->args[1], pads, 2 * MAXR);
+	if (r < 0 || r > MAXR || na < 0 || np != 2 * na) {
+		fail(c, n, "its axes input needs constant axes and pads and an input of known rank");
+		return;
+	}
+	for (int i = 0; i < na; i++) {
+		int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+		if (a < 0 || a >= r) {
+			fail(c, n, "axis %lld is out of range for rank %d", (long long)axes[i], r);
+			return;
+		}
+		full[a] = pads[i];
+		full[a + r] = pads[i + na];
+	}
+	n->args[1] = val_arg(const_ints(c, n, full, (uint32_t)(2 * r)));
+	n->nargs = 3;
+}
+
+/* DFT: axis is an attribute (default 1) before 20, an input (default -2,
+ * negative from the back) from 20 on. */
+static void dft(Conv *c, Node *n)
+{
+	if (!crosses(c, 20))
+		return;
+	if (!lowering(c)) {
+		Named *k = kw_find(n, "axis");
+		int64_t axis = k && k->val.kind == A_INT ? k->val.u.i : 1;
+		kw_drop(n, "axis");
+		set_nargs(c, n, 3);
+		n->args[2] = val_arg(emit_const(c, n, DT_I64, 0, NULL, NULL, &axis, 1));
+		return;
+	}
+	int64_t axis = -2;
+	if (n->nargs > 2 && n->args[2].kind != A_NONE && read_ints(c, &n->args[2], &axis, 1) != 1) {
+		fail(c, n, "its axis input is not a constant");
+		return;
+	}
+	int32_t r = rank_of(c, operand(n, 0));
+	if (axis < 0 && r < 0) {
+		fail(c, n, "a negative axis needs the input's rank, which is not known");
+		return;
+	}
+	if (axis < 0)
+		axis += r;
+	if (n->nargs > 2)
+		n->nargs = 2;
+	if (axis != 1)
+		kw_set(c, n, "axis", int_arg(axis));
+}
+
+/* GridSample 20 renamed bilinear/bicubic to linear/cubic and took N-D
+ * inputs; 16 takes 4-D only. */
+static void grid_sample(Conv *c, Node *n)
+{
+	if (!crosses(c, 20))
+		return;
+	Named *mode = kw_find(n, "mode");
+	static const char *const names[2][2] = { { "bilinear", "linear" }, { "bicubic", "cubic" } };
+	int old = lowering(c) ? 1 : 0;
+	for (int i = 0; mode && i < 2; i++)
+		if (str_is(mode, names[i][old])) {
+			mode->val = str_arg(names[i][1 - old]);
+			break;
+		}
+	int32_t r = rank_of(c, operand(n, 0));
+	if (lowering(c) && r != 4 && r >= 0)
+		fail(c, n, "its input is %d-D; before opset 20 it takes 4-D inputs only", r);
+}
+
+/* Shape's start/end (15): a Slice of the whole shape below. */
+static void shape(Conv *c, Node *n)
+{
+	if (!lowering(c) || !crosses(c, 15))
+		return;
+	Named *s = kw_find(n, "start"), *e = kw_find(n, "end");
+	int64_t start = s && s->val.kind == A_INT ? s->val.u.i : 0;
+	if (start == 0 && !e) {
+		kw_drop(n, "start");
+		return;
+	}
+	int64_t end = e && e->val.kind == A_INT ? e->val.u.i : INT64_MAX, zero = 0;
+	Node *sh = emit_before(c, n, OP_ONNX_Shape, 1, 0, NULL, "shape");
+	sh->args[0] = n->args[0];
+	ValueId st = const_ints(c, n, &start, 1), en = const_ints(c, n, &end, 1), ax = const_ints(c, n, &zero, 1);
+	n->op = OP_ONNX_Slice;
+	n->name = op_name_of(OP_ONNX_Slice);
+	n->nkw = 0;
+	set_nargs(c, n, 4);
+	n->args[0] = val_arg(sh->res[0]);
+	n->args[1] = val_arg(st);
+	n->args[2] = val_arg(en);
+	n->args[3] = val_arg(ax);
+}
+
+/* RoiAlign 16 added coordinate_transformation_mode, default half_pixel;
+ * before, it computed output_half_pixel. */
+static void roi_align(Conv *c, Node *n)
+{
+	if (!crosses(c, 16))
+		return;
+	Named *k = kw_find(n, "coordinate_transformation_mode");
+	if (!lowering(c)) {
+		if (!k)
+			kw_set(c, n, "coordinate_transformation_mode", str_arg("output_half_pixel"));
+		return;
+	}
+	if (!str_is(k, "output_half_pixel"))
+		fail(c, n, "before opset 16 it computes coordinate_transformation_mode=\"output_half_pixel\" only");
+	else
+		kw_drop(n, "coordinate_transformation_mode");
+}
+
+/* ---- attributes and values added later ----------------------------------- */
+typedef struct Added {
+	OpId op;
+	int since;
+	const char *attr;
+	char kind;                  /* 'i': int default, 's': string default, '1': ints all 1, '-': absent only */
+	int64_t i;
+	const char *s;
+} Added;
+
+/* Attributes an op gained at `since`: lowering drops them when they hold
+ * the value that means what the older version did, and fails otherwise. */
+static const Added added[] = {
+	{ OP_ONNX_Reshape, 14, "allowzero", 'i', 0, NULL },
+	{ OP_ONNX_BatchNormalization, 14, "training_mode", 'i', 0, NULL },
+	{ OP_ONNX_GRU, 14, "layout", 'i', 0, NULL },
+	{ OP_ONNX_LSTM, 14, "layout", 'i', 0, NULL },
+	{ OP_ONNX_RNN, 14, "layout", 'i', 0, NULL },
+	{ OP_ONNX_ScatterElements, 16, "reduction", 's', 0, "none" },
+	{ OP_ONNX_ScatterND, 16, "reduction", 's', 0, "none" },
+	{ OP_ONNX_LpPool, 18, "ceil_mode", 'i', 0, NULL },
+	{ OP_ONNX_LpPool, 18, "dilations", '1', 0, NULL },
+	{ OP_ONNX_Resize, 18, "antialias", 'i', 0, NULL },
+	{ OP_ONNX_Resize, 18, "keep_aspect_ratio_policy", 's', 0, "stretch" },
+	{ OP_ONNX_Resize, 18, "axes", '-', 0, NULL },
+	{ OP_ONNX_AveragePool, 19, "dilations", '1', 0, NULL },
+	{ OP_ONNX_Cast, 19, "saturate", 'i', 1, NULL },
+	{ OP_ONNX_CastLike, 19, "saturate", 'i', 1, NULL },
+	{ OP_ONNX_QuantizeLinear, 19, "saturate", 'i', 1, NULL },
+	{ OP_ONNX_QuantizeLinear, 21, "block_size", 'i', 0, NULL },
+	{ OP_ONNX_QuantizeLinear, 21, "output_dtype", 'i', 0, NULL },
+	{ OP_ONNX_QuantizeLinear, 23, "precision", 'i', 0, NULL },
+	{ OP_ONNX_DequantizeLinear, 21, "block_size", 'i', 0, NULL },
+	{ OP_ONNX_DequantizeLinear, 23, "output_dtype", 'i', 0, NULL },
+	{ OP_ONNX_GroupNormalization, 21, "stash_type", 'i', 1, NULL },
+	{ OP_ONNX_Cast, 24, "round_mode", 's', 0, "up" },
+	{ OP_ONNX_CastLike, 24, "round_mode", 's', 0, "up" },
+	{ OP_ONNX_Attention, 25, "left_window_size", 'i', -1, NULL },
+	{ OP_ONNX_Attention, 25, "right_window_size", 'i', -1, NULL },
+	{ OP_ONNX_Range, 27, "stash_type", 'i', 1, NULL },
+	{ OP_ONNX_SpaceToDepth, 28, "mode", 's', 0, "DCR" },
+};
+
+static int holds_default(const Added *a, const Named *k)
+{
+	switch (a->kind) {
+	case 'i': return k->val.kind == A_INT && k->val.u.i == a->i;
+	case 's': return str_is(k, a->s);
+	case '1':
+		if (k->val.kind != A_LIST)
+			return 0;
+		for (uint32_t i = 0; i < k->val.n; i++)
+			if (k->val.u.list[i].kind != A_INT || k->val.u.list[i].u.i != 1)
+				return 0;
+		return 1;
+	default: return 0;
+	}
+}
+
+static void drop_added(Conv *c, Node *n)
+{
+	for (size_t i = 0; i < sizeof added / sizeof *added; i++) {
+		const Added *a = &added[i];
+		if (a->op != n->op || !crosses(c, a->since))
+			continue;
+		Named *k = kw_find(n, a->attr);
+		if (!k)
+			continue;
+		if (!holds_default(a, k)) {
+			fail(c, n, "attribute '%s' first appears in opset %d, and this value has no older form", a->attr, a->since);
+			return;
+		}
+		kw_drop(n, a->attr);
+	}
+}
+
+/* Values of string attributes new at `since`. */
+static const struct { OpId op; int since; const char *attr, *value; } added_values[] = {
+	{ OP_ONNX_ScatterElements, 18, "reduction", "max" }, { OP_ONNX_ScatterElements, 18, "reduction", "min" },
+	{ OP_ONNX_ScatterND, 18, "reduction", "max" }, { OP_ONNX_ScatterND, 18, "reduction", "min" },
+	{ OP_ONNX_Resize, 19, "coordinate_transformation_mode", "half_pixel_symmetric" },
+};
+
+static void check_values(Conv *c, Node *n)
+{
+	for (size_t i = 0; i < sizeof added_values / sizeof *added_values; i++)
+		if (added_values[i].op == n->op && crosses(c, added_values[i].since) &&
+		    str_is(kw_find(n, added_values[i].attr), added_values[i].value)) {
+			fail(c, n, "%s=\"%s\" first appears in opset %d", added_values[i].attr, added_values[i].value,
+			     added_values[i].since);
+			return;
+		}
+}
+
+/* Optional inputs an op gained at `since`: lowering needs them absent. */
+static const struct { OpId op; int since; uint32_t before; } added_inputs[] = {
+	{ OP_ONNX_Attention, 24, 6 },
+};
+
+static void check_inputs(Conv *c, Node *n)
+{
+	for (size_t i = 0; i < sizeof added_inputs / sizeof *added_inputs; i++) {
+		uint32_t b = added_inputs[i].before;
+		if (added_inputs[i].op != n->op || !crosses(c, added_inputs[i].since) || n->nargs <= b)
+			continue;
+		for (uint32_t j = b; j < n->nargs; j++)
+			if (n->args[j].kind != A_NONE) {
+				fail(c, n, "input %u first appears in opset %d", j + 1, added_inputs[i].since);
+				return;
+			}
+		n->nargs = b;
+	}
+}
+
+/* ---- ops newer than the target, written out ------------------------------ */
+/* n becomes op over the given operands, keeping its results and provenance. */
+static void become(Conv *c, Node *n, OpId op, uint32_t nargs, const ValueId *in, uint32_t nkw)
+{
+	n->op = op;
+	n->name = op_name_of(op);
+	n->domain = S_onnx;
+	n->opset = 0;
+	n->nargs = nargs;
+	n->args = ARENA_ARRAY(&c->m->arena, Arg, nargs);
+	for (uint32_t i = 0; i < nargs; i++)
+		n->args[i] = val_arg(in[i]);
+	n->nkw = nkw;
+	n->kw = nkw ? ARENA_ARRAY(&c->m->arena, Named, nkw) : NULL;
+}
+
+static ValueId unary(Conv *c, Node *at, OpId op, ValueId x, const char *suffix)
+{
+	Node *u = emit_before(c, at, op, 1, 0, NULL, suffix);
+	u->args[0] = val_arg(x);
+	return u->res[0];
+}
+
+static ValueId binary(Conv *c, Node *at, OpId op, ValueId a, ValueId b, const char *suffix)
+{
+	Node *u = emit_before(c, at, op, 2, 0, NULL, suffix);
+	u->args[0] = val_arg(a);
+	u->args[1] = val_arg(b);
+	return u->res[0];
+}
+
+/* The floating dtype of v, or DT_UNDEF after reporting. */
+static DType float_dtype(Conv *c, Node *n, ValueId v)
+{
+	const Type *t = type_of(c, v);
+	DType dt = t ? (DType)t->dtype : DT_UNDEF;
+	if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16) {
+		fail(c, n, "writing it out needs its input's floating dtype, which is not known");
+		return DT_UNDEF;
+	}
+	return dt;
+}
+
+static double attr_f(Node *n, const char *name, double dflt)
+{
+	Named *k = kw_find(n, name);
+	if (k && k->val.kind == A_FLOAT)
+		return k->val.u.f;
+	return k && k->val.kind == A_INT ? (double)k->val.u.i : dflt;
+}
+
+/* HardSwish(x) = x * HardSigmoid(x; alpha 1/6, beta 1/2) (ONNX's body). */
+static void expand_hardswish(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0);
+	Node *h = emit_before(c, n, OP_ONNX_HardSigmoid, 1, 2, NULL, "hardsigmoid");
+	h->args[0] = val_arg(x);
+	h->kw[0] = (Named){ sym_cstr("alpha"), { .kind = A_FLOAT, .u.f = 1.0 / 6 } };
+	h->kw[1] = (Named){ sym_cstr("beta"), { .kind = A_FLOAT, .u.f = 0.5 } };
+	become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ x, h->res[0] }, 0);
+}
+
+/* Mish(x) = x * Tanh(Softplus(x)). */
+static void expand_mish(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0);
+	ValueId t = unary(c, n, OP_ONNX_Tanh, unary(c, n, OP_ONNX_Softplus, x, "softplus"), "tanh");
+	become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ x, t }, 0);
+}
+
+/* Swish(x) = x * Sigmoid(alpha * x). */
+static void expand_swish(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0);
+	double alpha = attr_f(n, "alpha", 1.0);
+	ValueId in = x;
+	if (alpha != 1.0) {
+		DType dt = float_dtype(c, n, x);
+		if (dt == DT_UNDEF)
+			return;
+		in = binary(c, n, OP_ONNX_Mul, x, const_scalar(c, n, dt, alpha), "scaled");
+	}
+	become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ x, unary(c, n, OP_ONNX_Sigmoid, in, "sigmoid") }, 0);
+}
+
+/* Gelu(x) = x/2 (1 + Erf(x/√2)), or with approximate="tanh"
+ * x/2 (1 + Tanh(√(2/π) (x + 0.044715 x³))). */
+static void expand_gelu(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0);
+	DType dt = float_dtype(c, n, x);
+	if (dt == DT_UNDEF)
+		return;
+	ValueId inner;
+	if (str_is(kw_find(n, "approximate"), "tanh")) {
+		ValueId x3 = binary(c, n, OP_ONNX_Mul, binary(c, n, OP_ONNX_Mul, x, x, "sq"), x, "cube");
+		ValueId s = binary(c, n, OP_ONNX_Add, x,
+				   binary(c, n, OP_ONNX_Mul, x3, const_scalar(c, n, dt, 0.044715), "cube_scaled"), "sum");
+		inner = unary(c, n, OP_ONNX_Tanh,
+			      binary(c, n, OP_ONNX_Mul, s, const_scalar(c, n, dt, SQRT_2_OVER_PI), "tanh_in"), "tanh");
+	} else {
+		inner = unary(c, n, OP_ONNX_Erf, binary(c, n, OP_ONNX_Mul, x, const_scalar(c, n, dt, SQRT1_2), "erf_in"),
+			      "erf");
+	}
+	ValueId one = binary(c, n, OP_ONNX_Add, inner, const_scalar(c, n, dt, 1.0), "plus1");
+	ValueId half = binary(c, n, OP_ONNX_Mul, x, const_scalar(c, n, dt, 0.5), "half");
+	become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ half, one }, 0);
+}
+
+/* CastLike(x, like) = Cast(x, to = like's dtype). */
+static void expand_castlike(Conv *c, Node *n)
+{
+	const Type *t = type_of(c, operand(n, 1));
+	if (!t || t->dtype == DT_UNDEF) {
+		fail(c, n, "writing it as Cast needs the dtype of its second input, which is not known");
+		return;
+	}
+	become(c, n, OP_ONNX_Cast, 1, (ValueId[]){ operand(n, 0) }, 1);
+	n->kw[0] = (Named){ sym_cstr("to"), int_arg(dtype_onnx((DType)t->dtype)) };
+}
+
+/* Result i of n (if it has one) becomes the result of d, the new node
+ * that computes it; the value d reads as from then on. */
+static ValueId hand_over(Conv *c, Node *n, uint32_t i, ValueId made)
+{
+	ValueId v = i < n->nres ? n->res[i] : VNONE;
+	if (!v)
+		return made;
+	Node *d = def_of(c->m, made);
+	val(c->m, v)->def = d;
+	val(c->m, v)->res = 0;
+	d->res[0] = v;
+	return v;
+}
+
+static ValueId reduce_mean(Conv *c, Node *at, ValueId x, const int64_t *axes, uint32_t n, const char *suffix)
+{
+	Node *r = emit_before(c, at, OP_ONNX_ReduceMean, 1, 1, NULL, suffix);
+	r->args[0] = val_arg(x);
+	r->kw[0] = (Named){ sym_cstr("axes"), ints_arg(c, axes, n) };
+	return r->res[0];
+}
+
+/* LayerNormalization (17) as ONNX's function body computes it: in the
+ * stash type (f32 unless stash_type says the input's own), normalized over
+ * axes axis..rank-1; Mean and InvStdDev are results 1 and 2.  Only below
+ * 17, where ReduceMean takes its axes as an attribute. */
+static void expand_layernorm(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0), scale = operand(n, 1), bias = operand(n, 2);
+	int32_t r = rank_of(c, x);
+	DType dt = float_dtype(c, n, x);
+	if (dt == DT_UNDEF)
+		return;
+	Named *ak = kw_find(n, "axis");
+	int64_t axis = ak && ak->val.kind == A_INT ? ak->val.u.i : -1;
+	if (r < 0 || r > MAXR) {
+		fail(c, n, "writing it out needs its input's rank, which is not known");
+		return;
+	}
+	if (axis < 0)
+		axis += r;
+	Named *sk = kw_find(n, "stash_type");
+	int stash32 = !sk || sk->val.kind != A_INT || sk->val.u.i == 1;
+	DType st = stash32 ? DT_F32 : dt;
+	int64_t axes[MAXR];
+	uint32_t na = 0;
+	for (int64_t i = axis; i < r; i++)
+		axes[na++] = i;
+	ValueId xs = x;
+	if (st != dt) {
+		Node *cast = emit_before(c, n, OP_ONNX_Cast, 1, 1, NULL, "stashed");
+		cast->args[0] = val_arg(x);
+		cast->kw[0] = (Named){ sym_cstr("to"), int_arg(dtype_onnx(st)) };
+		xs = cast->res[0];
+	}
+	ValueId mean = hand_over(c, n, 1, reduce_mean(c, n, xs, axes, na, "mean"));
+	ValueId d = binary(c, n, OP_ONNX_Sub, xs, mean, "centered");
+	ValueId var = reduce_mean(c, n, binary(c, n, OP_ONNX_Mul, d, d, "sq"), axes, na, "var");
+	ValueId sd = unary(c, n, OP_ONNX_Sqrt,
+			   binary(c, n, OP_ONNX_Add, var, const_scalar(c, n, st, attr_f(n, "epsilon", 1e-5)), "var_eps"),
+			   "std");
+	ValueId inv = hand_over(c, n, 2, unary(c, n, OP_ONNX_Reciprocal, sd, "invstd"));
+	ValueId y = binary(c, n, OP_ONNX_Mul, d, inv, "normalized");
+	if (st != dt) {
+		Node *cast = emit_before(c, n, OP_ONNX_Cast, 1, 1, NULL, "unstashed");
+		cast->args[0] = val_arg(y);
+		cast->kw[0] = (Named){ sym_cstr("to"), int_arg(dtype_onnx(dt)) };
+		y = cast->res[0];
+	}
+	if (bias)
+		y = binary(c, n, OP_ONNX_Mul, y, scale, "scaled");
+	n->nres = 1;
+	if (bias)
+		become(c, n, OP_ONNX_Add, 2, (ValueId[]){ y, bias }, 0);
+	else
+		become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ y, scale }, 0);
+}
+
+static void expand(Conv *c, Node *n)
+{
+	switch (n->op) {
+	case OP_ONNX_HardSwish: expand_hardswish(c, n); break;
+	case OP_ONNX_Mish: expand_mish(c, n); break;
+	case OP_ONNX_Swish: expand_swish(c, n); break;
+	case OP_ONNX_Gelu: expand_gelu(c, n); break;
+	case OP_ONNX_CastLike: expand_castlike(c, n); break;
+	case OP_ONNX_LayerNormalization: expand_layernorm(c, n); break;
+	default:
+		fail(c, n, "it first appears in opset %d, and onnxc has no expansion of it into older ops",
+		     op_info[n->op].since);
+	}
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+static void convert_node(Conv *c, Node *n)
+{
+	if (op_info[n->op].since > c->to) {
+		expand(c, n);
+		return;
+	}
+	if (n->opset > c->to)
+		n->opset = 0;
+	if (lowering(c)) {
+		drop_added(c, n);
+		check_values(c, n);
+		check_inputs(c, n);
+	}
+	if (is_reduce18(n->op))
+		reduce_axes(c, n, 18);
+	switch (n->op) {
+	case OP_ONNX_ReduceSum:
+	case OP_ONNX_Squeeze:
+	case OP_ONNX_Unsqueeze:
+		if (crosses(c, 13) && !lowering(c))
+			attr_to_input(c, n, "axes", 1);
+		break;
+	case OP_ONNX_Split: split(c, n); break;
+	case OP_ONNX_Pad: pad(c, n); break;
+	case OP_ONNX_DFT: dft(c, n); break;
+	case OP_ONNX_GridSample: grid_sample(c, n); break;
+	case OP_ONNX_Shape: shape(c, n); break;
+	case OP_ONNX_RoiAlign: roi_align(c, n); break;
+	case OP_ONNX_Scatter:
+		/* Scatter (9) is ScatterElements (11) under its old name. */
+		if (c->to >= 11) {
+			n->op = OP_ONNX_ScatterElements;
+			n->name = op_name_of(OP_ONNX_ScatterElements);
+		}
+		break;
+	case OP_ONNX_GroupNormalization:
+		if (crosses(c, 21))
+			fail(c, n, "its scale and bias are per group before opset 21 and per channel from 21 on");
+		break;
+	default: break;
+	}
+}
+
+static Status visit(const GraphVisit *gv, void *ctx)
+{
+	Conv *c = ctx;
+	int64_t target = c->to;
+	/* A graph inside a function follows the function's own opset. */
+	Conv local = *c;
+	local.g = gv->g;
+	local.from = gv->func ? opsets_onnx(&gv->func->opsets, c->from) : c->from;
+	local.to = target;
+	if (local.from != target)
+		for (Node *n = gv->g->first, *next; n; n = next) {
+			next = n->next;
+			if (n->domain == S_onnx && n->op != OP_GENERIC)
+				convert_node(&local, n);
+		}
+	c->errors = local.errors;
+	return OK;
+}
+
+static void set_opset(Arena *a, OpsetVec *v, int64_t to, int add)
+{
+	for (uint32_t i = 0; i < v->n; i++)
+		if (v->v[i].domain == S_onnx) {
+			v->v[i].version = to;
+			return;
+		}
+	if (add)
+		VEC_PUSH(a, *v, ((Opset){ S_onnx, to }));
+}
+
+int opset_convert(Module *m, int64_t target)
+{
+	Conv c = { .m = m, .from = opsets_onnx(&m->opsets, target), .to = target };
+	module_walk(m, WALK_PROGRAM, visit, &c);
+	if (c.errors)
+		return c.errors;
+	set_opset(&m->arena, &m->opsets, target, 1);
+	for (uint32_t i = 0; i < m->funcs.n; i++)
+		set_opset(&m->arena, &m->funcs.v[i]->opsets, target, 0);
+	return 0;
+}
+
+Status pass_opset_convert(Module *m, const PassOptions *opt)
+{
+	return opset_convert(m, opt->opset) ? FAILED : OK;
+}
