@@ -574,6 +574,34 @@ static void check_inputs(Conv *c, Node *n)
 	}
 }
 
+/* ---- element types added later ------------------------------------------- */
+/* Add, Sub, Mul and Div take 8- and 16-bit integers from 14 on; below,
+ * they compute in i32 and cast back, which wraps as the narrow type does. */
+static int narrow_int(DType dt)
+{
+	return dt == DT_U8 || dt == DT_I8 || dt == DT_U16 || dt == DT_I16;
+}
+
+static void widen_arith(Conv *c, Node *n)
+{
+	const Type *t = type_of(c, operand(n, 0));
+	if (!lowering(c) || !crosses(c, 14) || !t || !narrow_int((DType)t->dtype) || n->nargs != 2)
+		return;
+	Node *op = emit_before(c, n, n->op, 2, 0, NULL, "wide");
+	for (uint32_t i = 0; i < 2; i++) {
+		Node *w = emit_before(c, op, OP_ONNX_Cast, 1, 1, NULL, "i32");
+		w->args[0] = n->args[i];
+		w->kw[0] = (Named){ sym_cstr("to"), int_arg(dtype_onnx(DT_I32)) };
+		op->args[i] = val_arg(w->res[0]);
+	}
+	n->op = OP_ONNX_Cast;
+	n->name = op_name_of(OP_ONNX_Cast);
+	n->nargs = 1;
+	n->args[0] = val_arg(op->res[0]);
+	n->nkw = 0;
+	kw_set(c, n, "to", int_arg(dtype_onnx((DType)t->dtype)));
+}
+
 /* ---- ops newer than the target, written out ------------------------------ */
 /* n becomes op over the given operands, keeping its results and provenance. */
 static void become(Conv *c, Node *n, OpId op, uint32_t nargs, const ValueId *in, uint32_t nkw)
@@ -810,6 +838,16 @@ static void convert_node(Conv *c, Node *n)
 	case OP_ONNX_Unsqueeze:
 		if (crosses(c, 13) && !lowering(c))
 			attr_to_input(c, n, "axes", 1);
+		break;
+	case OP_ONNX_Add:
+	case OP_ONNX_Sub:
+	case OP_ONNX_Mul:
+	case OP_ONNX_Div:
+		widen_arith(c, n);
+		break;
+	case OP_ONNX_Scan:
+		if (crosses(c, 9))
+			fail(c, n, "before opset 9 it takes sequence_lens and scans batch-major; onnxc has no conversion");
 		break;
 	case OP_ONNX_Split: split(c, n); break;
 	case OP_ONNX_Pad: pad(c, n); break;

@@ -11,7 +11,11 @@ model.onnx and test_data_set_*/{input,output}_*.pb. For every test:
      maps, some dtypes) are skipped too;
  (b) unless --no-onnxc, `onnxc model.onnx -O0 -emit=onnx -o out.onnx` (or -O1/-O2 with -O) re-emits
      the model, and out.onnx must give the same outputs: pass or fail;
- (c) with --text-roundtrip, the ONNX written directly and the ONNX written
+ (c) with --opset=N, the re-emit converts the model to default-domain opset N
+     (`-opset=N`; the written model must say N); a model with an op onnxc
+     has no conversion for (its error names the op) is skipped with that
+     reason;
+ (d) with --text-roundtrip, the ONNX written directly and the ONNX written
      through the .fxir text (printed at the same level, re-emitted at -O0)
      must be byte-identical.
 
@@ -58,6 +62,13 @@ ORT_TYPES = {
     onnx.TensorProto.UINT32, onnx.TensorProto.UINT64, onnx.TensorProto.BOOL,
     onnx.TensorProto.STRING,
 }
+
+
+# onnxc's errors for an op with no conversion between two opsets: the
+# conversion's own ("has no form at opset"), and the final check's for a
+# form older than any the conversion knows (opset.c).
+NO_CONVERSION = re.compile(r"has no form at opset|is not in opset|is deprecated from opset|"
+                           r"takes [0-9 to]+ inputs? at opset|has no attribute '[^']*' at opset")
 
 
 class Skip(Exception):
@@ -268,8 +279,23 @@ def run_test(name, testdir, opts):
     tmp = tempfile.mkdtemp(prefix="conf-", dir=opts.tmpdir)
     try:
         out = os.path.join(tmp, "out.onnx")
-        onnxc([model, "-O" + opts.level, "-emit=onnx", "-o", out], opts.onnxc, opts.timeout)
+        if opts.opset:
+            try:
+                onnxc([model, "-O" + opts.level, "-opset=%d" % opts.opset, "-emit=onnx", "-o", out],
+                      opts.onnxc, opts.timeout)
+            except Fail as e:
+                if NO_CONVERSION.search(str(e)):
+                    return "skip", "no conversion to opset %d: %s" % (opts.opset, e)
+                raise
+            got = [o.version for o in onnx.load(out, load_external_data=False).opset_import
+                   if o.domain in ("", "ai.onnx")]
+            if got != [opts.opset]:
+                raise Fail("onnxc output: default-domain opset %s, not %d" % (got, opts.opset))
+        else:
+            onnxc([model, "-O" + opts.level, "-emit=onnx", "-o", out], opts.onnxc, opts.timeout)
         bad = run_sets(out, sets)
+        if bad and opts.opset and "Could not find an implementation" in bad[1]:
+            return "skip", "ort has no kernel at opset %d: %s" % (opts.opset, bad[1])
         if bad:
             raise Fail("onnxc output: ort %s: %s" % bad)
         if opts.text_roundtrip:
@@ -309,6 +335,8 @@ def main():
     ap.add_argument("--no-onnxc", action="store_true", help="only check the original models in ONNX Runtime")
     ap.add_argument("-O", dest="level", choices=["0", "1", "2"], default="0",
                     help="onnxc's optimization level for the re-emit (default 0)")
+    ap.add_argument("--opset", type=int, default=0, metavar="N",
+                    help="convert each model to default-domain opset N (onnxc -opset=N) before running it")
     ap.add_argument("--text-roundtrip", action="store_true",
                     help="also check that ONNX written through .fxir is byte-identical")
     ap.add_argument("-k", dest="patterns", action="append", default=[],
@@ -377,7 +405,8 @@ def main():
         for k in totals:
             totals[k] += counts[k]
     mode = "ORT on the original models only" if opts.no_onnxc else \
-        "onnxc -O" + opts.level + " re-emit" + (" + text roundtrip" if opts.text_roundtrip else "")
+        "onnxc -O" + opts.level + " re-emit" + (" at opset %d" % opts.opset if opts.opset else "") + \
+        (" + text roundtrip" if opts.text_roundtrip else "")
     print("(%s; %d tests in %.1fs)" % (mode, len(tests), elapsed))
     print("%d passed, %d failed, %d skipped" % (totals["pass"], totals["fail"], totals["skip"]))
     return 1 if totals["fail"] else 0
