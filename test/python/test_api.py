@@ -139,6 +139,22 @@ class ApiTest(TempDirTest):
         self.assertEqual(m.opset_import[0].version, 18)
         self.check_runs(model, f, {"x": x.numpy()}, (x,))
 
+    def test_relative_onnxc_variable(self):
+        """$ONNXC relative to the caller's directory (onnxc runs elsewhere)."""
+        old, cwd = os.environ.get("ONNXC"), os.getcwd()
+        os.chdir(os.path.dirname(onnxc.find_onnxc()))
+        os.environ["ONNXC"] = os.path.join(".", "onnxc")
+        try:
+            f = self.path("rel.onnx")
+            onnxc.export(MLP().eval(), (torch.randn(2, 16),), f)
+            self.assertTrue(os.path.isfile(f))
+        finally:
+            os.chdir(cwd)
+            if old is None:
+                del os.environ["ONNXC"]
+            else:
+                os.environ["ONNXC"] = old
+
     def test_options(self):
         model = MLP().eval()
         x = torch.randn(4, 16)
