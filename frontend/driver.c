@@ -686,13 +686,36 @@ static Module *read_input(const Opts *o, const char *text, size_t len, uint32_t 
 }
 
 /* -opset=N on a module that names another default-domain opset converts
- * it first (passes/opset_convert.c), so that decompose, fuse and the
- * final check all see opset N. */
-static int convert_opset(Module *m, const Opts *o)
+ * it (passes/opset_convert.c) before the passes, so that decompose, fuse
+ * and the final check all see opset N.  The decomposition library writes
+ * opset 17 and up: a program holding PyTorch calls is lowered at 17 when N
+ * is older, and converted to N after the passes (after = 1). */
+enum { DECOMP_MIN_OPSET = 17 };
+
+static Status count_torch(const GraphVisit *gv, void *ctx)
 {
-	if (!o->w.opset || opsets_onnx(&m->opsets, o->w.opset) == o->w.opset)
+	for (const Node *n = gv->g->first; n; n = n->next)
+		if (node_is_torch(n)) {
+			*(int *)ctx = 1;
+			return FAILED;          /* one is enough */
+		}
+	return OK;
+}
+
+static int convert_opset(Module *m, const Opts *o, int after)
+{
+	int64_t n = o->w.opset, to = n;
+	if (!n)
 		return 0;
-	if (opset_convert(m, o->w.opset))
+	if (!after && n < DECOMP_MIN_OPSET) {
+		int torch = 0;
+		module_walk(m, WALK_PROGRAM, count_torch, &torch);
+		if (torch)
+			to = DECOMP_MIN_OPSET;
+	}
+	if (opsets_onnx(&m->opsets, 0) == to)
+		return 0;
+	if (opset_convert(m, to))
 		return 1;
 	infer_module(m, WALK_PROGRAM);
 	return 0;
@@ -704,7 +727,8 @@ static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t l
 {
 	Report *r = o->report;
 	Module *m = read_input(o, text, len, first_line);
-	int rc = 1, verified = m && verify_module(m) == 0, lowered = verified && convert_opset(m, o) == 0 && run_pipeline(m, pl, o) == 0;
+	int rc = 1, verified = m && verify_module(m) == 0, lowered = verified && convert_opset(m, o, 0) == 0 &&
+		run_pipeline(m, pl, o) == 0 && convert_opset(m, o, 1) == 0;
 	if (r) {
 		report_stage(r, STAGE_PARSE, m ? STAGE_OK : STAGE_FAILED, looks_like_onnx(o->input, text, len) ? "ONNX import" : NULL);
 		if (m)
