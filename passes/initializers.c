@@ -17,7 +17,9 @@
  * (value_float, value_ints, ...: fold turns those into `value` when it
  * reads them), and the Constants of subgraphs, function bodies and
  * decompositions (the writer writes a function's constants as Constant
- * nodes anyway).
+ * nodes anyway).  With -outline nothing changes: a module's constants
+ * stay Constant nodes of its instances, so outline keeps them in the
+ * function's body instead of passing them in as inputs.
  *
  * Provenance: the value keeps the node's location (an initializer has no
  * scope), as fold's large results do.  One walk over each top-level graph,
@@ -74,7 +76,8 @@ static Status inits_graph(const GraphVisit *v, void *ctx)
 
 Status pass_initializers(Module *m, const PassOptions *opt)
 {
-	(void)opt;
+	if (opt->outline)
+		return OK;
 	Inits s = { m, xcalloc(m->vals.n + 1, 1) };
 	module_walk(m, WALK_PROGRAM, inits_graph, &s);
 	free(s.is_out);
