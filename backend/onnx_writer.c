@@ -763,8 +763,9 @@ static void graph_inputs(Writer *w, const Graph *g, Onnx__GraphProto *p)
 }
 
 /* A value returned twice gets an Identity per repeat: ONNX output names
- * must be distinct.  So does a subgraph's output that is an outer value:
- * ONNX Runtime refuses a body that returns one directly. */
+ * must be distinct.  So does a subgraph's output that is an outer value,
+ * and a function's output that is one of its inputs: ONNX Runtime refuses
+ * a body that returns one directly. */
 static const char *output_name(Writer *w, const Graph *g, uint32_t i, NodeVec *nv)
 {
 	const char *name = vname(w, g->out[i]);
@@ -772,7 +773,8 @@ static const char *output_name(Writer *w, const Graph *g, uint32_t i, NodeVec *n
 	while (j < i && g->out[j] != g->out[i])
 		j++;
 	int outer = g->parent && !graph_defines(w->m, g, g->out[i]);
-	if (j == i && !outer)
+	int input = w->func && w->func->body == g && is_input(val(w->m, g->out[i]));
+	if (j == i && !outer && !input)
 		return name;
 	Onnx__NodeProto *id = NEW(w, Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
 	id->op_type = "Identity";
@@ -1078,10 +1080,6 @@ static void func_io(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 	for (uint32_t i = 0; i < g->nin; i++)
 		if (is_input(val(w->m, g->in[i])))
 			p->input[p->n_input++] = (char *)vname(w, g->in[i]);
-	p->n_output = g->nout;
-	p->output = PTRS(w, char, g->nout);
-	for (uint32_t i = 0; i < g->nout; i++)
-		p->output[i] = (char *)vname(w, g->out[i]);
 }
 
 static void func_body(Writer *w, const Graph *g, Onnx__FunctionProto *p)
@@ -1091,6 +1089,10 @@ static void func_body(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 	for (uint32_t i = 0; i < g->inits.n; i++)
 		VEC_PUSH(w->a, nv, const_node(w, g->inits.v[i]));
 	graph_nodes(w, g, &nv);
+	p->n_output = g->nout;
+	p->output = PTRS(w, char, g->nout);
+	for (uint32_t i = 0; i < g->nout; i++)
+		p->output[i] = (char *)output_name(w, g, i, &nv);
 	collect_info(w, g, &iv);
 	p->n_node = nv.n;
 	p->node = nv.v;
