@@ -394,6 +394,8 @@ static void dft(Conv *c, Node *n)
 		axis += r;
 	if (n->nargs > 2)
 		n->nargs = 2;
+	while (n->nargs > 1 && n->args[n->nargs - 1].kind == A_NONE)
+		n->nargs--;             /* no trailing omitted inputs */
 	if (axis != 1)
 		kw_set(c, n, "axis", int_arg(axis));
 }
