@@ -17,8 +17,9 @@
  * aranges at a static length fold (DeBERTa's relative positions, [8, 8]
  * i64 from two [8] ones: 512 bytes from 128).
  *
- * Shape and Size fold from the input's static type alone, and CastLike
- * from its second operand's dtype alone.
+ * Shape and Size fold from the input's static type alone, Gather(Shape(x),
+ * k) from the dims of x that the constant k names (the others may be
+ * symbolic), and CastLike from its second operand's dtype alone.
  *
  * Parameters and buffers (weights in the safetensors file) fold too (a
  * Transpose of a weight becomes the transposed weight), read from the
@@ -349,39 +350,84 @@ static int fits(const Fold *f, RTensor **out, uint32_t nres, size_t in_bytes)
 	return 1;
 }
 
-/* Shape and Size read only their input's type: with every dim known, they
- * fold whether or not the input is a constant.  Shape's start and end are
- * clamped to [0, rank] after adding rank to a negative one (ONNX's rule). */
-static RTensor *static_shape(const Fold *f, const Node *n)
+/* Shape(x, start, end)'s input type and its range of dims [*lo, *hi):
+ * start and end are clamped to [0, rank] after adding rank to a negative
+ * one (ONNX's rule).  NULL when x's rank is unknown. */
+static const Type *shape_range(const Fold *f, const Node *n, int64_t *lo, int64_t *hi)
 {
 	const Type *t = n->nargs == 1 && n->args[0].kind == A_VALUE ? val(f->m, n->args[0].u.v)->type : NULL;
-	if (!t || t->kind != TY_TENSOR || t->rank < 0 || type_numel(t) < 0)
+	if (!t || t->kind != TY_TENSOR || t->rank < 0)
+		return NULL;
+	*lo = 0, *hi = t->rank;
+	for (uint32_t i = 0; i < n->nkw; i++) {
+		const Arg *a = &n->kw[i].val;
+		if (a->kind != A_INT)
+			return NULL;
+		if (n->kw[i].name == S_start)
+			*lo = a->u.i;
+		else if (n->kw[i].name == S_end)
+			*hi = a->u.i;
+		else
+			return NULL;
+	}
+	*lo = *lo < 0 ? *lo + t->rank : *lo;
+	*hi = *hi < 0 ? *hi + t->rank : *hi;
+	*lo = *lo < 0 ? 0 : *lo > t->rank ? t->rank : *lo;
+	*hi = *hi < *lo ? *lo : *hi > t->rank ? t->rank : *hi;
+	return t;
+}
+
+/* Shape and Size read only their input's type: with every dim known, they
+ * fold whether or not the input is a constant. */
+static RTensor *static_shape(const Fold *f, const Node *n)
+{
+	int64_t lo, hi;
+	const Type *t = shape_range(f, n, &lo, &hi);
+	if (!t || type_numel(t) < 0)
 		return NULL;
 	if (n->op == OP_ONNX_Size) {
 		RTensor *r = rt_new(n->loc, DT_I64, 0, NULL);
 		rt_set_i(r, 0, type_numel(t));
 		return r;
 	}
-	int64_t lo = 0, hi = t->rank;
-	for (uint32_t i = 0; i < n->nkw; i++) {
-		const Arg *a = &n->kw[i].val;
-		if (a->kind != A_INT)
-			return NULL;
-		if (n->kw[i].name == S_start)
-			lo = a->u.i;
-		else if (n->kw[i].name == S_end)
-			hi = a->u.i;
-		else
-			return NULL;
-	}
-	lo = lo < 0 ? lo + t->rank : lo;
-	hi = hi < 0 ? hi + t->rank : hi;
-	lo = lo < 0 ? 0 : lo > t->rank ? t->rank : lo;
-	hi = hi < lo ? lo : hi > t->rank ? t->rank : hi;
 	int64_t len = hi - lo;
 	RTensor *r = rt_new(n->loc, DT_I64, 1, &len);
 	for (int64_t i = 0; i < len; i++)
 		rt_set_i(r, i, t->dims[lo + i].v);
+	return r;
+}
+
+/* Gather(Shape(x), k) with k constant reads only the dims of x that k
+ * names: when those are known it folds, though other dims of x are
+ * symbolic (a model exported with a dynamic batch asks for its static
+ * head count or width this way). */
+static RTensor *known_dims(const Fold *f, const Node *n)
+{
+	const Named *ax = node_kw(n, S_axis);
+	if (n->op != OP_ONNX_Gather || n->nargs != 2 || (ax && (ax->val.kind != A_INT || ax->val.u.i != 0)) ||
+	    n->nkw > (ax != NULL) || n->args[1].kind != A_VALUE)
+		return NULL;
+	const Node *s = match_operand(f->m, n, 0, OP_ONNX_Shape);
+	const Tensor *k = const_tensor(f->m, n->args[1].u.v);
+	int64_t lo, hi;
+	const Type *t = s ? shape_range(f, s, &lo, &hi) : NULL;
+	int64_t cnt = k && k->type && k->data ? type_numel(k->type) : -1;
+	if (!t || cnt < 0 || (k->type->dtype != DT_I64 && k->type->dtype != DT_I32) || k->type->rank > 8)
+		return NULL;
+	for (int64_t i = 0; i < cnt; i++) {
+		int64_t j = tensor_get_i((DType)k->type->dtype, k->data, (size_t)i);
+		j = j < 0 ? j + (hi - lo) : j;
+		if (j < 0 || j >= hi - lo || t->dims[lo + j].sym || t->dims[lo + j].v < 0)
+			return NULL;
+	}
+	int64_t shape[8];
+	for (int32_t d = 0; d < k->type->rank; d++)
+		shape[d] = k->type->dims[d].v;
+	RTensor *r = rt_new(n->loc, DT_I64, k->type->rank, shape);
+	for (int64_t i = 0; i < cnt; i++) {
+		int64_t j = tensor_get_i((DType)k->type->dtype, k->data, (size_t)i);
+		rt_set_i(r, i, t->dims[lo + (j < 0 ? j + (hi - lo) : j)].v);
+	}
 	return r;
 }
 
@@ -392,6 +438,12 @@ static void try_fold(Fold *f, Node *n)
 		if (r)
 			replace_by_constants(f, n, &r);
 		rt_free(r);
+		return;
+	}
+	RTensor *dims = n->domain == S_onnx && n->nres == 1 && n->res[0] ? known_dims(f, n) : NULL;
+	if (dims) {
+		replace_by_constants(f, n, &dims);
+		rt_free(dims);
 		return;
 	}
 	RTensor *in[MAX_IN] = { 0 };
