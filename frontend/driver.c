@@ -94,7 +94,8 @@ static const char usage_text[] =
 	"  -print-after-all         dump the IR after every pass (to standard error)\n"
 	"  -print-after=NAME        dump the IR after pass NAME\n"
 	"  -print-before=NAME       dump the IR before pass NAME\n"
-	"  -verify-each             run the verifier after every pass\n"
+	"  -verify-each             run the verifier after every pass (also when the\n"
+	"                           environment sets ONNXC_VERIFY_EACH=1)\n"
 	"  -time-passes             report how long each pass took and its node count\n"
 	"                           before and after, then the totals\n"
 	"  -stats                   report each pass's node count before and after\n"
@@ -810,6 +811,11 @@ int main(int argc, char **argv)
 	o.rtol = 1e-4;
 	o.atol = 1e-5;
 	parse_args(argc, argv, &o);
+	/* The test suites turn the verifier on for every compile this way,
+	 * whatever flags a test gives. */
+	const char *ve = getenv("ONNXC_VERIFY_EACH");
+	if (ve && strcmp(ve, "1") == 0)
+		o.verify_each = 1;
 	diag_set_max_errors(o.max_errors);
 	if (o.emit == EMIT_DEFAULT) {
 		size_t n = o.output ? strlen(o.output) : 0;

@@ -4,7 +4,7 @@
 For every model of the zoo (test/e2e/models.py): export it with
 utils/fxir_export.py, compile it with `onnxc -O0`, `-O2`, `-O2 -outline`
 (modules as local functions) and `-O2 -target=ort` (ONNX Runtime's
-contrib ops) to ONNX, run each in ONNX Runtime through
+contrib ops) to ONNX, each with -verify-each (the verifier after every pass), run each in ONNX Runtime through
 utils/ortlib.py and compare with PyTorch's own outputs (max abs diff <= 1e-4
 for floats, exact for integers and bools).  Each compile mode of each model
 counts in the totals.
@@ -154,7 +154,8 @@ def compile_onnx(onnxc, fxir, level, out):
         raise Failure("onnxc not found at %s (build it: cmake -B build && "
                       "cmake --build build)" % onnxc)
     try:
-        p = subprocess.run([onnxc, fxir] + level.split() + EXTRA_FLAGS + ["-emit=onnx", "-o", out],
+        # -verify-each: a pass that writes a wrong type fails here, named.
+        p = subprocess.run([onnxc, fxir] + level.split() + EXTRA_FLAGS + ["-verify-each", "-emit=onnx", "-o", out],
                            capture_output=True, text=True, timeout=600,
                            cwd=os.path.dirname(fxir))
     except subprocess.TimeoutExpired:

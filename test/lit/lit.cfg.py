@@ -7,6 +7,10 @@
 # $ONNXC_VENV or ~/.cache/onnxc/venv-torch2, whose python is %vpython).
 # The binary under test is $ONNXC_BUILD (the onnxc binary, or a build
 # directory holding it), by default <repo>/build/onnxc.
+# Every compile runs the verifier after every pass (-verify-each, through
+# ONNXC_VERIFY_EACH=1 in the tests' environment), so a pass that writes a
+# wrong type fails the test where it does it; ONNXC_VERIFY_EACH=0 in lit's
+# own environment turns that off.
 
 import os
 
@@ -40,6 +44,8 @@ config.environment["PATH"] = os.pathsep.join(
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "HOME", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+
+config.environment["ONNXC_VERIFY_EACH"] = "0" if os.environ.get("ONNXC_VERIFY_EACH") == "0" else "1"
 
 config.substitutions.append(("%onnxc", onnxc))
 config.substitutions.append(("%decomps", os.path.join(repo, "decomps")))
