@@ -12,7 +12,8 @@ model.onnx and test_data_set_*/{input,output}_*.pb. For every test:
  (b) unless --no-onnxc, `onnxc model.onnx -O0 -emit=onnx -o out.onnx` (or -O1/-O2 with -O) re-emits
      the model, and out.onnx must give the same outputs: pass or fail;
  (c) with --opset=N, the re-emit converts the model to default-domain opset N
-     (`-opset=N`; the written model must say N); a model with an op onnxc
+     (`-opset=N`; the written model must say N; a list N,M,... converts in
+     turn, each file from the one before); a model with an op onnxc
      has no conversion for (its error names the op) is skipped with that
      reason;
  (d) with --text-roundtrip, the ONNX written directly and the ONNX written
@@ -280,22 +281,26 @@ def run_test(name, testdir, opts):
     try:
         out = os.path.join(tmp, "out.onnx")
         if opts.opset:
-            try:
-                onnxc([model, "-O" + opts.level, "-opset=%d" % opts.opset, "-emit=onnx", "-o", out],
-                      opts.onnxc, opts.timeout)
-            except Fail as e:
-                if NO_CONVERSION.search(str(e)):
-                    return "skip", "no conversion to opset %d: %s" % (opts.opset, e)
-                raise
-            got = [o.version for o in onnx.load(out, load_external_data=False).opset_import
-                   if o.domain in ("", "ai.onnx")]
-            if got != [opts.opset]:
-                raise Fail("onnxc output: default-domain opset %s, not %d" % (got, opts.opset))
+            src = model
+            for i, n in enumerate(opts.opset):
+                dst = out if i + 1 == len(opts.opset) else os.path.join(tmp, "at%d.onnx" % n)
+                try:
+                    onnxc([src, "-O" + opts.level, "-opset=%d" % n, "-emit=onnx", "-o", dst],
+                          opts.onnxc, opts.timeout)
+                except Fail as e:
+                    if NO_CONVERSION.search(str(e)):
+                        return "skip", "no conversion to opset %d: %s" % (n, e)
+                    raise
+                got = [o.version for o in onnx.load(dst, load_external_data=False).opset_import
+                       if o.domain in ("", "ai.onnx")]
+                if got != [n]:
+                    raise Fail("onnxc output: default-domain opset %s, not %d" % (got, n))
+                src = dst
         else:
             onnxc([model, "-O" + opts.level, "-emit=onnx", "-o", out], opts.onnxc, opts.timeout)
         bad = run_sets(out, sets)
         if bad and opts.opset and "Could not find an implementation" in bad[1]:
-            return "skip", "ort has no kernel at opset %d: %s" % (opts.opset, bad[1])
+            return "skip", "ort has no kernel at opset %d: %s" % (opts.opset[-1], bad[1])
         if bad:
             raise Fail("onnxc output: ort %s: %s" % bad)
         if opts.text_roundtrip:
@@ -335,8 +340,9 @@ def main():
     ap.add_argument("--no-onnxc", action="store_true", help="only check the original models in ONNX Runtime")
     ap.add_argument("-O", dest="level", choices=["0", "1", "2"], default="0",
                     help="onnxc's optimization level for the re-emit (default 0)")
-    ap.add_argument("--opset", type=int, default=0, metavar="N",
-                    help="convert each model to default-domain opset N (onnxc -opset=N) before running it")
+    ap.add_argument("--opset", default="", metavar="N[,M...]",
+                    help="convert each model to default-domain opset N (onnxc -opset=N) before running it; "
+                         "a list converts in turn (26,13: up, then down from there)")
     ap.add_argument("--text-roundtrip", action="store_true",
                     help="also check that ONNX written through .fxir is byte-identical")
     ap.add_argument("-k", dest="patterns", action="append", default=[],
@@ -348,6 +354,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=60, help="seconds per onnxc run")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every test's result")
     opts = ap.parse_args()
+    try:
+        opts.opset = [int(n) for n in opts.opset.split(",")] if opts.opset else []
+    except ValueError:
+        ap.error("--opset: expected opsets separated by commas")
 
     if not os.path.isdir(opts.data):
         sys.exit("run_conformance.py: no test data at %s (install libonnx-testdata)" % opts.data)
@@ -405,7 +415,7 @@ def main():
         for k in totals:
             totals[k] += counts[k]
     mode = "ORT on the original models only" if opts.no_onnxc else \
-        "onnxc -O" + opts.level + " re-emit" + (" at opset %d" % opts.opset if opts.opset else "") + \
+        "onnxc -O" + opts.level + " re-emit" + (" at opset " + "->".join(map(str, opts.opset)) if opts.opset else "") + \
         (" + text roundtrip" if opts.text_roundtrip else "")
     print("(%s; %d tests in %.1fs)" % (mode, len(tests), elapsed))
     print("%d passed, %d failed, %d skipped" % (totals["pass"], totals["fail"], totals["skip"]))
