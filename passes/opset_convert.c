@@ -803,6 +803,44 @@ static void expand_layernorm(Conv *c, Node *n)
 		become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ y, scale }, 0);
 }
 
+/* Trilu(x, k) keeps x[..., i, j] where j - i >= k (upper, the default)
+ * or j - i <= k (lower), else 0: the column minus the row index from two
+ * Ranges over x's last two dims, compared with k, selects x or zero.
+ * Only at 13 (Trilu is 14), where Unsqueeze takes its axes as an input. */
+static void expand_trilu(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0), k = n->nargs > 1 ? operand(n, 1) : VNONE;
+	const Type *t = type_of(c, x);
+	if (!t || t->dtype == DT_UNDEF || t->dtype == DT_STR) {
+		fail(c, n, "writing it out needs its input's dtype, which is not known or is a string");
+		return;
+	}
+	Named *up = kw_find(n, "upper");
+	int upper = !up || up->val.kind != A_INT || up->val.u.i != 0;
+	int64_t zero = 0, one = 1, last2[2] = { -2, -1 }, axis1 = 1;
+	ValueId shape = unary(c, n, OP_ONNX_Shape, x, "shape");
+	ValueId dims[2], idx[2];
+	for (int i = 0; i < 2; i++) {
+		ValueId at = emit_const(c, n, DT_I64, 0, NULL, NULL, &last2[i], 1);
+		dims[i] = binary(c, n, OP_ONNX_Gather, shape, at, i ? "cols" : "rows");
+		/* Operands first: each new node goes right before n. */
+		ValueId from = emit_const(c, n, DT_I64, 0, NULL, NULL, &zero, 1);
+		ValueId step = emit_const(c, n, DT_I64, 0, NULL, NULL, &one, 1);
+		Node *r = emit_before(c, n, OP_ONNX_Range, 3, 0, NULL, i ? "col_index" : "row_index");
+		r->args[0] = val_arg(from);
+		r->args[1] = val_arg(dims[i]);
+		r->args[2] = val_arg(step);
+		idx[i] = r->res[0];
+	}
+	ValueId rows = binary(c, n, OP_ONNX_Unsqueeze, idx[0], const_ints(c, n, &axis1, 1), "row_column");
+	ValueId diag = binary(c, n, OP_ONNX_Sub, idx[1], rows, "diagonal");
+	if (!k)
+		k = emit_const(c, n, DT_I64, 0, NULL, NULL, &zero, 1);
+	ValueId keep = binary(c, n, upper ? OP_ONNX_GreaterOrEqual : OP_ONNX_LessOrEqual, diag, k, "keep");
+	ValueId zv = emit_const(c, n, (DType)t->dtype, 0, NULL, NULL, &zero, 1);
+	become(c, n, OP_ONNX_Where, 3, (ValueId[]){ keep, x, zv }, 0);
+}
+
 static void expand(Conv *c, Node *n)
 {
 	switch (n->op) {
@@ -812,6 +850,7 @@ static void expand(Conv *c, Node *n)
 	case OP_ONNX_Gelu: expand_gelu(c, n); break;
 	case OP_ONNX_CastLike: expand_castlike(c, n); break;
 	case OP_ONNX_LayerNormalization: expand_layernorm(c, n); break;
+	case OP_ONNX_Trilu: expand_trilu(c, n); break;
 	default:
 		fail(c, n, "it first appears in opset %d, and onnxc has no expansion of it into older ops",
 		     op_info[n->op].since);
