@@ -12,9 +12,12 @@ of a Runner; tensors go to it and back as .npy files in a private temporary
 directory, one JSON job a line on its stdin, one JSON answer a line on its
 stdout.  Either way sessions run on the CPU with graph optimizations
 disabled (the model runs as written), one thread, and the last few stay
-open.
+open; before its first run each file is checked with the onnx package of
+that Python (onnx.checker with full_check: the checker and strict shape
+inference at the file's opsets), a file that fails is an OrtError
+("check: ...").  Runner(check=False) skips that.
 
-Command line (for lit's %ort_run):
+Command line (for lit's %ort_run; --no-check skips the check):
 
     ortlib.py MODEL.onnx [--random] [--seed N] [--show N] [--digits N]
 
@@ -71,18 +74,32 @@ def _strings_in(arr):
     return arr
 
 
+def check_model(model):
+    """onnx.checker.check_model(full_check=True) on the file: raises
+    OrtError("check: ...") when it fails."""
+    import onnx
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as e:   # ValidationError, InferenceError, a file it cannot read
+        raise OrtError("check: %s" % _one_line(e)) from None
+
+
 class _Sessions:
-    """The last CACHE_MAX sessions, keyed by path, mtime and size."""
+    """The last CACHE_MAX sessions, keyed by path, mtime and size; each
+    file checked (check_model) before its first session when `check`."""
 
-    def __init__(self):
+    def __init__(self, check=True):
         self.cache = {}
+        self.check = check
 
-    def get(self, model):
+    def get(self, model, check=None):
         import onnxruntime as ort
         st = os.stat(model)
         key = (os.path.abspath(model), st.st_mtime_ns, st.st_size)
         s = self.cache.pop(key, None)
         if s is None:
+            if self.check if check is None else check:
+                check_model(model)
             so = ort.SessionOptions()
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             so.intra_op_num_threads = 1
@@ -97,8 +114,8 @@ class _Sessions:
             self.cache.pop(next(iter(self.cache)))
         return s
 
-    def run(self, model, inputs, outputs=None):
-        s = self.get(model)
+    def run(self, model, inputs, outputs=None, check=None):
+        s = self.get(model, check)
         names = list(outputs) if outputs else [o.name for o in s.get_outputs()]
         feeds = {k: _strings_in(np.asarray(v)) for k, v in inputs.items()}
         try:
@@ -118,10 +135,11 @@ class Runner:
     else through a server under ort_python(), started on first use and
     restarted after a crash (`timeout` bounds one run there)."""
 
-    def __init__(self, timeout=300.0, python=None):
+    def __init__(self, timeout=300.0, python=None, check=True):
         self.timeout = timeout
         self.python = python
-        self.local = _Sessions() if python is None and _have_ort() else None
+        self.check = check
+        self.local = _Sessions(check) if python is None and _have_ort() else None
         self.proc = None
         self.tmp = None
         self.errlog = None
@@ -136,8 +154,9 @@ class Runner:
         self.errlog = open(os.path.join(self.tmp, "stderr.log"), "w+b")
         try:
             self.proc = subprocess.Popen(
-                [py, os.path.abspath(__file__), "--server"], env=dict(os.environ, ORTLIB_REEXEC="1"),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog, cwd=HERE)
+                [py, os.path.abspath(__file__), "--server"],
+                env=dict(os.environ, ORTLIB_REEXEC="1"), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self.errlog, cwd=HERE)
         except OSError as e:
             raise OrtError("cannot start the ONNX Runtime server under %s: %s (run "
                            "utils/install-deps.sh, or set ONNXC_ORT_PYTHON)" % (py, e))
@@ -181,7 +200,7 @@ class Runner:
                            % (code, ": " + tail if tail else ""))
         return line
 
-    def _remote(self, model, inputs, outputs):
+    def _remote(self, model, inputs, outputs, check):
         if self.proc is None or self.proc.poll() is not None:
             self._kill()
             self._start()
@@ -197,7 +216,8 @@ class Runner:
                 path = os.path.join(jobdir, "in%d.npy" % i)
                 np.save(path, arr, allow_pickle=False)
                 specs.append({"name": name, "file": path})
-            job = {"model": os.path.abspath(model), "inputs": specs, "outdir": jobdir}
+            job = {"model": os.path.abspath(model), "inputs": specs, "outdir": jobdir,
+                   "check": self.check if check is None else check}
             if outputs:
                 job["outputs"] = list(outputs)
             try:
@@ -220,12 +240,32 @@ class Runner:
 
     # ---- the API ----
 
-    def run(self, model, inputs, outputs=None):
-        """Run `model` on {name: array}; return {output name: array} in model
-        order (or in the order of `outputs`)."""
+    def check_file(self, model):
+        """check_model(model) under the Runner's Python: raises OrtError
+        ("check: ...") when the file fails onnx's checker."""
         if self.local is not None:
-            return self.local.run(model, inputs, outputs)
-        return self._remote(model, inputs, outputs)
+            return check_model(model)
+        if self.proc is None or self.proc.poll() is not None:
+            self._kill()
+            self._start()
+        try:
+            self.proc.stdin.write((json.dumps({"check_only": os.path.abspath(model)}) + "\n")
+                                  .encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._kill()
+            raise OrtError("ONNX Runtime server died")
+        answer = json.loads(self._readline())
+        if not answer.get("ok"):
+            raise OrtError(answer.get("error", "unknown error"))
+
+    def run(self, model, inputs, outputs=None, check=None):
+        """Run `model` on {name: array}; return {output name: array} in model
+        order (or in the order of `outputs`).  `check` overrides the
+        Runner's for this file (False: a test's own input, not checked)."""
+        if self.local is not None:
+            return self.local.run(model, inputs, outputs, check)
+        return self._remote(model, inputs, outputs, check)
 
     def close(self):
         if self.proc is not None:
@@ -249,13 +289,13 @@ class Runner:
 _default = None
 
 
-def run(model, inputs, outputs=None):
+def run(model, inputs, outputs=None, check=None):
     """Run `model` with the module's shared Runner."""
     global _default
     if _default is None:
         _default = Runner()
         atexit.register(_default.close)
-    return _default.run(model, inputs, outputs)
+    return _default.run(model, inputs, outputs, check)
 
 
 # ---- the server (under a Python with onnxruntime) ----
@@ -267,8 +307,14 @@ def serve(stdin=sys.stdin, stdout=sys.stdout):
             continue
         try:
             job = json.loads(line)
+            if "check_only" in job:
+                check_model(job["check_only"])
+                stdout.write(json.dumps({"ok": True}) + "\n")
+                stdout.flush()
+                continue
             inputs = {i["name"]: np.load(i["file"], allow_pickle=False) for i in job["inputs"]}
-            res = sessions.run(job["model"], inputs, job.get("outputs"))
+            res = sessions.run(job["model"], inputs, job.get("outputs"),
+                               bool(job.get("check", True)))
             outs = []
             for k, (name, arr) in enumerate(res.items()):
                 arr = np.asarray(arr)
@@ -346,8 +392,10 @@ def cli(argv):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--show", type=int, default=8)
     ap.add_argument("--digits", type=int, default=6)
+    ap.add_argument("--no-check", action="store_true",
+                    help="do not check the file with onnx.checker first")
     a = ap.parse_args(argv)
-    sessions = _Sessions()
+    sessions = _Sessions(check=not a.no_check)
     s = sessions.get(a.model)
     rng = np.random.default_rng(a.seed)
     feeds = {}
