@@ -20,7 +20,7 @@
 #include <string.h>
 #include "passes.h"
 
-static const double SQRT_2_OVER_PI = 0.7978845608028654, SQRT1_2 = 0.7071067811865476;
+static const double SQRT_2_OVER_PI = 0.7978845608028654, SQRT1_2 = 0.7071067811865476, PI = 3.141592653589793;
 
 typedef struct Conv {
 	Module *m;
@@ -803,6 +803,33 @@ static void expand_layernorm(Conv *c, Node *n)
 		become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ y, scale }, 0);
 }
 
+/* GroupNormalization's scale and bias hold one value a group before 21 and
+ * one a channel from 21 on: raising repeats each group's value over its
+ * C / G channels (C, dim 1 of the input, known).  Lowering would need
+ * equal values within each group: not done. */
+static void group_norm(Conv *c, Node *n)
+{
+	const Type *t = type_of(c, operand(n, 0));
+	Named *gk = kw_find(n, "num_groups");
+	int64_t g = gk && gk->val.kind == A_INT ? gk->val.u.i : 0;
+	if (lowering(c)) {
+		fail(c, n, "its scale and bias are per channel from opset 21 on and per group before");
+		return;
+	}
+	if (!t || t->rank < 2 || t->dims[1].sym || t->dims[1].v < 0 || g <= 0 || t->dims[1].v % g) {
+		fail(c, n, "its scale and bias become per channel at opset 21, which needs the channel count (dim 1)");
+		return;
+	}
+	int64_t one = 1, shape[2] = { g, t->dims[1].v / g }, ch = t->dims[1].v;
+	for (uint32_t i = 1; i < 3 && i < n->nargs; i++) {
+		ValueId v = operand(n, i);
+		ValueId u = binary(c, n, OP_ONNX_Unsqueeze, v, const_ints(c, n, &one, 1), i == 1 ? "scale_col" : "bias_col");
+		ValueId e = binary(c, n, OP_ONNX_Expand, u, const_ints(c, n, shape, 2), i == 1 ? "scale_rep" : "bias_rep");
+		n->args[i] = val_arg(binary(c, n, OP_ONNX_Reshape, e, const_ints(c, n, &ch, 1),
+					    i == 1 ? "scale_per_channel" : "bias_per_channel"));
+	}
+}
+
 /* Trilu(x, k) keeps x[..., i, j] where j - i >= k (upper, the default)
  * or j - i <= k (lower), else 0: the column minus the row index from two
  * Ranges over x's last two dims, compared with k, selects x or zero.
@@ -841,6 +868,48 @@ static void expand_trilu(Conv *c, Node *n)
 	become(c, n, OP_ONNX_Where, 3, (ValueId[]){ keep, x, zv }, 0);
 }
 
+/* The window ops (17), as ONNX's bodies compute them in f32:
+ * a0 - a1 cos(2πk/N) + a2 cos(4πk/N) for k in [0, size), N = size when
+ * periodic, else size - 1; then cast to output_datatype. */
+static void expand_window(Conv *c, Node *n)
+{
+	double a[3] = { 0.5, 0.5, 0 };
+	if (n->op == OP_ONNX_HammingWindow) {
+		a[0] = 25.0 / 46;
+		a[1] = 21.0 / 46;
+	} else if (n->op == OP_ONNX_BlackmanWindow) {
+		a[0] = 0.42;
+		a[1] = 0.5;
+		a[2] = 0.08;
+	}
+	Named *pk = kw_find(n, "periodic"), *ok = kw_find(n, "output_datatype");
+	int periodic = !pk || pk->val.kind != A_INT || pk->val.u.i != 0;
+	int64_t out = ok && ok->val.kind == A_INT ? ok->val.u.i : dtype_onnx(DT_F32);
+	Node *cast = emit_before(c, n, OP_ONNX_Cast, 1, 1, NULL, "size");
+	cast->args[0] = n->args[0];
+	cast->kw[0] = (Named){ sym_cstr("to"), int_arg(dtype_onnx(DT_F32)) };
+	ValueId size = cast->res[0];
+	ValueId len = periodic ? size : binary(c, n, OP_ONNX_Sub, size, const_scalar(c, n, DT_F32, 1), "length");
+	ValueId from = const_scalar(c, n, DT_F32, 0), step = const_scalar(c, n, DT_F32, 1);
+	Node *r = emit_before(c, n, OP_ONNX_Range, 3, 0, NULL, "index");
+	r->args[0] = val_arg(from);
+	r->args[1] = val_arg(size);
+	r->args[2] = val_arg(step);
+	ValueId ang = binary(c, n, OP_ONNX_Div,
+			     binary(c, n, OP_ONNX_Mul, r->res[0], const_scalar(c, n, DT_F32, 2 * PI), "turns"), len, "angle");
+	ValueId y = binary(c, n, OP_ONNX_Sub, const_scalar(c, n, DT_F32, a[0]),
+			   binary(c, n, OP_ONNX_Mul, const_scalar(c, n, DT_F32, a[1]), unary(c, n, OP_ONNX_Cos, ang, "cos"), "a1"),
+			   "a0");
+	if (a[2] != 0) {
+		ValueId twice = binary(c, n, OP_ONNX_Add, ang, ang, "angle2");
+		ValueId t = binary(c, n, OP_ONNX_Mul, const_scalar(c, n, DT_F32, a[2]), unary(c, n, OP_ONNX_Cos, twice, "cos2"),
+				   "a2");
+		y = binary(c, n, OP_ONNX_Add, y, t, "sum");
+	}
+	become(c, n, OP_ONNX_Cast, 1, (ValueId[]){ y }, 1);
+	n->kw[0] = (Named){ sym_cstr("to"), int_arg(out) };
+}
+
 static void expand(Conv *c, Node *n)
 {
 	switch (n->op) {
@@ -851,6 +920,11 @@ static void expand(Conv *c, Node *n)
 	case OP_ONNX_CastLike: expand_castlike(c, n); break;
 	case OP_ONNX_LayerNormalization: expand_layernorm(c, n); break;
 	case OP_ONNX_Trilu: expand_trilu(c, n); break;
+	case OP_ONNX_HannWindow:
+	case OP_ONNX_HammingWindow:
+	case OP_ONNX_BlackmanWindow:
+		expand_window(c, n);
+		break;
 	default:
 		fail(c, n, "it first appears in opset %d, and onnxc has no expansion of it into older ops",
 		     op_info[n->op].since);
@@ -905,7 +979,7 @@ static void convert_node(Conv *c, Node *n)
 		break;
 	case OP_ONNX_GroupNormalization:
 		if (crosses(c, 21))
-			fail(c, n, "its scale and bias are per group before opset 21 and per channel from 21 on");
+			group_norm(c, n);
 		break;
 	default: break;
 	}
