@@ -838,23 +838,13 @@ static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 
 static Status expand(Decompose *x, Node *call, int depth, DType outer);
 
-/* The copies' own ATen nodes are decomposed in turn, in order; the ONNX
- * nodes before each one (copies, and what earlier calls became) are typed
- * first, so its guards see the rank, dims and dtype of values the body
- * made.  Each node is typed once a nesting level. */
+/* The copies' own ATen nodes are decomposed in turn, in order. */
 static Status expand_nested(Decompose *x, Node **v, uint32_t n, int depth, DType dt)
 {
-	Node *from = n ? v[0] : NULL;
 	for (uint32_t i = 0; i < n; i++) {
 		subst_node(x, v[i]);
-		if (!node_is_torch(v[i]))
-			continue;
-		Node *before = v[i]->prev;
-		Graph *g = v[i]->graph;
-		infer_nodes(x->m, from, v[i]);
-		if (expand(x, v[i], depth + 1, dt) != OK)
+		if (node_is_torch(v[i]) && expand(x, v[i], depth + 1, dt) != OK)
 			return FAILED;
-		from = before ? before->next : g->first;
 	}
 	return OK;
 }
