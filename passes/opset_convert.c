@@ -604,6 +604,55 @@ static void widen_arith(Conv *c, Node *n)
 	kw_set(c, n, "to", int_arg(dtype_onnx((DType)t->dtype)));
 }
 
+/* Element types the first input of an op took after 13 (opset_types.def,
+ * generated from the onnx package's schemas): lowering below the opset
+ * that added a node's type is an error, ONNX Runtime would refuse it. */
+typedef struct Types { OpId op; int since; const char *names; } Types;
+
+static const Types types_added[] = {
+#define TYPES(op, since, names) { OP_##op, since, names },
+#include "opset_types.def"
+#undef TYPES
+};
+enum { NTYPES = sizeof types_added / sizeof *types_added };
+
+static uint16_t first_types[OP_COUNT];  /* index + 1 of an op's first line, 0: none */
+
+static void index_types(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	for (int i = NTYPES - 1; i >= 0; i--)
+		first_types[types_added[i].op] = (uint16_t)(i + 1);
+}
+
+static int name_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == n && memcmp(p, name, n) == 0)
+			return 1;
+		p += k + (p[k] == ',');
+	}
+	return 0;
+}
+
+static void check_types(Conv *c, Node *n)
+{
+	const Type *t = n->nargs ? type_of(c, operand(n, 0)) : NULL;
+	if (!lowering(c) || !t || t->dtype == DT_UNDEF)
+		return;
+	const char *dn = dtype_name((DType)t->dtype);
+	for (int i = first_types[n->op] - 1; i >= 0 && i < NTYPES && types_added[i].op == n->op; i++)
+		if (crosses(c, types_added[i].since) && name_listed(types_added[i].names, dn)) {
+			fail(c, n, "its input's element type %s first appears in opset %d", dn, types_added[i].since);
+			return;
+		}
+}
+
 /* ---- ops newer than the target, written out ------------------------------ */
 /* n becomes op over the given operands, keeping its results and provenance. */
 static void become(Conv *c, Node *n, OpId op, uint32_t nargs, const ValueId *in, uint32_t nkw)
@@ -983,6 +1032,7 @@ static void convert_node(Conv *c, Node *n)
 		break;
 	default: break;
 	}
+	check_types(c, n);
 }
 
 static Status visit(const GraphVisit *gv, void *ctx)
@@ -1017,6 +1067,7 @@ static void set_opset(Arena *a, OpsetVec *v, int64_t to, int add)
 
 int opset_convert(Module *m, int64_t target)
 {
+	index_types();
 	Conv c = { .m = m, .from = opsets_onnx(&m->opsets, target), .to = target };
 	module_walk(m, WALK_PROGRAM, visit, &c);
 	if (c.errors)
