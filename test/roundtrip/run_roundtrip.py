@@ -67,7 +67,7 @@ def refused_helpers():
                 continue
             with open(os.path.join(dirpath, fn), encoding="utf-8", errors="replace") as f:
                 for line in f:
-                    if "RUN:" in line and re.search(r"\bnot\s+(--crash\s+)?%onnxc", line):
+                    if "RUN:" in line and re.search(r"\bnot\s+(--crash\s+)?(env\s+[^%]*)?%onnxc", line):
                         names.update(re.findall(r"%(?:inputs|S/Inputs)/([\w./-]+\.fxir)", line))
     return names
 
@@ -89,7 +89,7 @@ def refusal_reason(path, text):
         return "fuzz seed (hostile input by design)"
     if "expected-error" in text:
         return "expects an error (expected-error)"
-    if re.search(r"^\s*//\s*RUN:.*\bnot\s+(--crash\s+)?%onnxc", text, re.M):
+    if re.search(r"^\s*//\s*RUN:.*\bnot\s+(--crash\s+)?(env\s+[^%\n]*)?%onnxc", text, re.M):
         return "expects an error (RUN: not %onnxc)"
     return None
 
