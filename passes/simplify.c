@@ -16,6 +16,10 @@
  *                                                       an index list)
  *   r = Reshape(y, s), y a chain of Reshape/Squeeze/Unsqueeze/Flatten of x,
  *       s a constant without 0 entries           -> Reshape(x, s) in place
+ *   Unsqueeze(Unsqueeze(x, a1), a2)              -> Unsqueeze(x, a) in place
+ *                                                       (constant axes; a
+ *                                                       is a2 and a1 mapped
+ *                                                       past it)
  *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
  *   Transpose(x, identity perm)                  -> x
  *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1     -> x   when x has the result's
@@ -56,6 +60,8 @@
  * belongs to would gain an output and differ from its siblings.
  */
 #include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 #include "passes.h"
 
 typedef struct Simplify {
@@ -192,8 +198,87 @@ static int may_follow(const Simplify *s, const Node *n, ValueId y)
 	return a.path == b.path && a.cls == b.cls;
 }
 
+/* A new `const` i64[n] value of g holding v, named after `like`. */
+static ValueId new_i64s(Simplify *s, Graph *g, const int64_t *v, int64_t n, ValueId like)
+{
+	Arena *a = &s->m->arena;
+	Dim *d = ARENA_NEW(a, Dim);
+	*d = (Dim){ n, 0 };
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->type = type_tensor(a, DT_I64, 1, d);
+	t->nbytes = (size_t)n * 8;
+	uint8_t *b = arena_alloc(a, t->nbytes ? t->nbytes : 1);
+	memcpy(b, v, t->nbytes);
+	t->data = b;
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_axes", sym_str(val(s->m, like)->name));
+	ValueId c = value_new(s->m, value_fresh_name(s->m, sym_cstr(buf)), t->type, VK_CONST);
+	val(s->m, c)->init = t;
+	val(s->m, c)->loc = val(s->m, like)->loc;
+	VEC_PUSH(a, g->inits, c);
+	return c;
+}
+
+/* The constant axes of Unsqueeze u normalized against rank `rank` into
+ * ax (at most 16); their count, or -1. */
+static int unsqueeze_axes(const Simplify *s, const Node *u, int64_t rank, int64_t *ax)
+{
+	const Tensor *t = u->nargs == 2 ? const_tensor(s->m, operand(u, 1)) : NULL;
+	int64_t k = t && t->type && t->data ? type_numel(t->type) : -1;
+	if (k < 1 || k > 16 || t->type->dtype != DT_I64)
+		return -1;
+	for (int64_t i = 0; i < k; i++) {
+		ax[i] = tensor_get_i(DT_I64, t->data, (size_t)i);
+		ax[i] += ax[i] < 0 ? rank : 0;
+		if (ax[i] < 0 || ax[i] >= rank)
+			return -1;
+	}
+	return (int)k;
+}
+
+/* Unsqueeze(Unsqueeze(x, a1), a2) -> Unsqueeze(x, a): the result's dims
+ * not in a2 are y's in order, so y's axis p is the p-th of them; a is a2
+ * with a1 mapped so.  The inner node stays for dce.  Returns the value n
+ * now reads. */
+static ValueId merge_unsqueeze(Simplify *s, Node *n, ValueId y, ValueId r)
+{
+	Node *d = match_op(s->m, y, OP_ONNX_Unsqueeze);
+	const Type *tr = tensor_type(s, r);
+	if (!d || result(d) != y || !operand(d, 0) || !tr || tr->rank > 32)
+		return y;
+	int64_t a2[16], a1[16], a[32], free_[32];
+	int k2 = unsqueeze_axes(s, n, tr->rank, a2), nf = 0;
+	if (k2 < 0)
+		return y;
+	uint8_t in2[32] = { 0 };
+	for (int i = 0; i < k2; i++)
+		in2[a2[i]] = 1;
+	for (int64_t i = 0; i < tr->rank; i++)
+		if (!in2[i])
+			free_[nf++] = i;
+	int k1 = unsqueeze_axes(s, d, nf, a1);
+	if (k1 < 0 || k1 + k2 > tr->rank)
+		return y;
+	uint8_t all[32] = { 0 };
+	for (int i = 0; i < k2; i++)
+		all[a2[i]] = 1;
+	for (int i = 0; i < k1; i++)
+		all[free_[a1[i]]] = 1;
+	int k = 0;
+	for (int64_t i = 0; i < tr->rank; i++)
+		if (all[i])
+			a[k++] = i;
+	if (k != k1 + k2)
+		return y;
+	n->args[1].u.v = new_i64s(s, n->graph, a, k, r);
+	n->args[0].u.v = operand(d, 0);
+	return operand(d, 0);
+}
+
 static void simplify_reshape_like(Simplify *s, Node *n, ValueId y, ValueId r)
 {
+	if (n->op == OP_ONNX_Unsqueeze && may_follow(s, n, y))
+		y = merge_unsqueeze(s, n, y, r);
 	if (!may_follow(s, n, y)) {
 		s->src[r] = y;
 		if (same_shape(s, y, r))
