@@ -852,6 +852,101 @@ static void expand_layernorm(Conv *c, Node *n)
 		become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ y, scale }, 0);
 }
 
+/* ---- forms older than 13, raised ------------------------------------------ */
+/* A float attribute as a scalar constant of v's dtype (dflt if absent). */
+static ValueId float_input(Conv *c, Node *n, const char *attr, double dflt, ValueId like)
+{
+	const Type *t = type_of(c, like);
+	if (!t || t->dtype == DT_UNDEF) {
+		fail(c, n, "its '%s' attribute becomes an input of its input's dtype, which is not known", attr);
+		return VNONE;
+	}
+	return const_scalar(c, n, (DType)t->dtype, attr_f(n, attr, dflt));
+}
+
+/* Slice 10, TopK 10, Clip 11 and Pad 11 took their attributes as inputs;
+ * Dropout 12 its ratio (which only training reads: dropped); Upsample
+ * became Resize at 10 (nearest: floor of asymmetric coordinates; linear:
+ * asymmetric). */
+static void raise_old(Conv *c, Node *n)
+{
+	if (lowering(c))
+		return;
+	switch (n->op) {
+	case OP_ONNX_Slice:
+		if (crosses(c, 10) && kw_find(n, "starts")) {
+			Named *ax = kw_find(n, "axes");
+			attr_to_input(c, n, "starts", 1);
+			attr_to_input(c, n, "ends", 2);
+			if (ax)
+				attr_to_input(c, n, "axes", 3);
+		}
+		break;
+	case OP_ONNX_TopK:
+		if (crosses(c, 10) && kw_find(n, "k"))
+			attr_to_input(c, n, "k", 1);
+		break;
+	case OP_ONNX_Clip:
+		if (crosses(c, 11) && n->nargs == 1) {
+			ValueId lo = kw_find(n, "min") ? float_input(c, n, "min", 0, operand(n, 0)) : VNONE;
+			ValueId hi = kw_find(n, "max") ? float_input(c, n, "max", 0, operand(n, 0)) : VNONE;
+			kw_drop(n, "min");
+			kw_drop(n, "max");
+			set_nargs(c, n, hi ? 3 : lo ? 2 : 1);
+			if (lo)
+				n->args[1] = val_arg(lo);
+			if (hi)
+				n->args[2] = val_arg(hi);
+		}
+		break;
+	case OP_ONNX_Pad:
+		if (crosses(c, 11) && kw_find(n, "pads")) {
+			ValueId v = float_input(c, n, "value", 0, operand(n, 0));
+			if (!attr_to_input(c, n, "pads", 1) || !v)
+				return;
+			kw_drop(n, "value");
+			set_nargs(c, n, 3);
+			n->args[2] = val_arg(v);
+		}
+		break;
+	case OP_ONNX_Dropout:
+		if (crosses(c, 12))
+			kw_drop(n, "ratio");
+		break;
+	default: break;
+	}
+}
+
+static void upsample_to_resize(Conv *c, Node *n)
+{
+	Named *sk = kw_find(n, "scales");
+	ValueId scales = operand(n, 1);
+	if (sk && sk->val.kind == A_LIST && sk->val.n <= MAXR) {
+		double f[MAXR];
+		int64_t len = sk->val.n;
+		for (uint32_t i = 0; i < sk->val.n; i++)
+			f[i] = sk->val.u.list[i].kind == A_FLOAT ? sk->val.u.list[i].u.f : (double)sk->val.u.list[i].u.i;
+		scales = emit_const(c, n, DT_F32, 1, &len, f, NULL, (size_t)len);
+	}
+	if (!scales) {
+		fail(c, n, "Upsample (deprecated from opset 10) has no scales to become Resize's");
+		return;
+	}
+	int linear = str_is(kw_find(n, "mode"), "linear") || str_is(kw_find(n, "mode"), "bilinear");
+	ValueId x = operand(n, 0);
+	n->op = OP_ONNX_Resize;
+	n->name = op_name_of(OP_ONNX_Resize);
+	set_nargs(c, n, 3);
+	n->args[0] = val_arg(x);
+	n->args[1] = (Arg){ .kind = A_NONE };
+	n->args[2] = val_arg(scales);
+	n->nkw = 0;
+	kw_set(c, n, "mode", str_arg(linear ? "linear" : "nearest"));
+	kw_set(c, n, "coordinate_transformation_mode", str_arg("asymmetric"));
+	if (!linear)
+		kw_set(c, n, "nearest_mode", str_arg("floor"));
+}
+
 /* GroupNormalization's scale and bias hold one value a group before 21 and
  * one a channel from 21 on: raising repeats each group's value over its
  * C / G channels (C, dim 1 of the input, known).  Lowering would need
@@ -994,6 +1089,7 @@ static void convert_node(Conv *c, Node *n)
 		check_values(c, n);
 		check_inputs(c, n);
 	}
+	raise_old(c, n);
 	if (is_reduce18(n->op))
 		reduce_axes(c, n, 18);
 	switch (n->op) {
@@ -1019,6 +1115,10 @@ static void convert_node(Conv *c, Node *n)
 	case OP_ONNX_GridSample: grid_sample(c, n); break;
 	case OP_ONNX_Shape: shape(c, n); break;
 	case OP_ONNX_RoiAlign: roi_align(c, n); break;
+	case OP_ONNX_Upsample:
+		if (c->to >= 10)
+			upsample_to_resize(c, n);
+		break;
 	case OP_ONNX_Scatter:
 		/* Scatter (9) is ScatterElements (11) under its old name. */
 		if (c->to >= 11) {
