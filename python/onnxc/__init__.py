@@ -32,13 +32,31 @@ import time
 from .control import cond, fori_loop, while_loop  # noqa: E402,F401
 from .program import ExportedModel  # noqa: E402,F401
 
-__version__ = "0.1.0"   # ONNXC_VERSION in ir/ir.h (pyproject.toml reads it there)
-
 __all__ = ["export", "ExportedModel", "ConversionError", "find_onnxc", "cond", "while_loop",
            "fori_loop"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
+
+
+def _version():
+    """ONNXC_VERSION of ir/ir.h: from the checkout when there is one, else
+    from the installed distribution (pyproject.toml reads it there)."""
+    try:
+        with open(os.path.join(_REPO, "ir", "ir.h")) as fh:
+            m = re.search(r'#define ONNXC_VERSION "([^"]+)"', fh.read())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    try:
+        from importlib.metadata import version
+        return version("onnxc")
+    except Exception:   # neither: a copy of python/ alone
+        return "unknown"
+
+
+__version__ = _version()
 
 
 class ConversionError(Exception):

@@ -486,6 +486,12 @@ class ExportedModelTest(TempDirTest):
         self.assertEqual(os.fspath(m), os.path.abspath(f))
         self.assertTrue(os.path.isfile(f))
 
+    def test_version(self):
+        """onnxc.__version__ is the binary's (ONNXC_VERSION of ir/ir.h)."""
+        out = subprocess.run([onnxc.find_onnxc(), "--version"], capture_output=True,
+                             text=True, check=True).stdout
+        self.assertEqual(out.strip(), "onnxc " + onnxc.__version__)
+
     def test_model_proto(self):
         m = onnxc.export(MLP().eval(), (torch.randn(4, 16),))
         proto = m.model_proto
