@@ -3,14 +3,18 @@
  *
  * An op whose schema changed between the two opsets is rewritten into its
  * form at the target: operands that moved between attributes and inputs
- * (Squeeze, Unsqueeze, ReduceSum and Split's split at 13; the other
- * Reduce* ops, Pad's axes and Split's num_outputs at 18; DFT's axis at
- * 20), attributes added later dropped when lowering if they hold their
- * default (Cast's saturate at 19, Reshape's allowzero at 14, ...), values
- * renamed (GridSample's modes at 20) and ops newer than the target
- * written out in older ones (HardSwish, Mish, Gelu, Swish,
- * LayerNormalization, CastLike).  Where no conversion exists the node is
- * reported, naming the op, the opset it is in and the target.
+ * (Slice and TopK at 10, Clip and Pad at 11, Squeeze, Unsqueeze, ReduceSum
+ * and Split's split at 13; the other Reduce* ops, Pad's axes and Split's
+ * num_outputs at 18; DFT's axis at 20), attributes added later dropped
+ * when lowering if they hold the value the older version computes (Cast's
+ * saturate at 19, Reshape's allowzero at 14, ...), values renamed
+ * (GridSample's modes at 20), GroupNormalization's per-group scale and
+ * bias spread over the channels (21), Upsample made a Resize, and ops
+ * newer than the target written out in older ones (HardSwish, Trilu,
+ * CastLike, LayerNormalization, the window ops, Mish, Gelu, Swish).  Where
+ * no conversion exists (an op, attribute value, input or element type the
+ * target does not have: opset_types.def) the node is reported, naming
+ * the op, the opset it is in and the target.
  *
  * Constants made here are onnx::Constant nodes (a function body has no
  * initializers).  New nodes are inserted before the node they replace and
