@@ -276,6 +276,18 @@ else
   counted conformance-O2 "failures listed in build/conformance-O2-failures.txt" \
     "$PY" test/conformance/run_conformance.py --onnxc build/onnxc -O 2 -j"$JOBS" \
     --failures build/conformance-O2-failures.txt
+  # Converted to the oldest opset -opset=N takes (13), raised to ONNX
+  # Runtime's newest (26), and raised then lowered again (the newer forms'
+  # way down).
+  counted conformance-opset13 "failures listed in build/conformance-opset13-failures.txt" \
+    "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --opset=13 -k 'node/*' -j"$JOBS" \
+    --failures build/conformance-opset13-failures.txt
+  counted conformance-opset26 "failures listed in build/conformance-opset26-failures.txt" \
+    "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --opset=26 -k 'node/*' -j"$JOBS" \
+    --failures build/conformance-opset26-failures.txt
+  counted conformance-opset26-13 "failures listed in build/conformance-opset26-13-failures.txt" \
+    "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --opset=26,13 -k 'node/*' -j"$JOBS" \
+    --failures build/conformance-opset26-13-failures.txt
 fi
 
 # ---- 5b. the runtime's kernels on the same tests ----
