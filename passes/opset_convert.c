@@ -295,7 +295,10 @@ static void reduce_axes(Conv *c, Node *n, int64_t at)
 		return;
 	}
 	kw_drop(n, "noop_with_empty_axes");
-	input_to_attr(c, n, "axes", 1);
+	if (cnt == 0)
+		n->nargs = 1;           /* no axes, or none: every dim, the attribute's default */
+	else
+		input_to_attr(c, n, "axes", 1);
 }
 
 /* Split: `split` became an input at 13; num_outputs came at 18. */
