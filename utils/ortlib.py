@@ -12,10 +12,11 @@ of a Runner; tensors go to it and back as .npy files in a private temporary
 directory, one JSON job a line on its stdin, one JSON answer a line on its
 stdout.  Either way sessions run on the CPU with graph optimizations
 disabled (the model runs as written), one thread, and the last few stay
-open; before its first run each file is checked with the onnx package of
-that Python (onnx.checker with full_check: the checker and strict shape
-inference at the file's opsets), a file that fails is an OrtError
-("check: ...").  Runner(check=False) skips that.
+open.  With check=True (Runner(check=True), or run(..., check=True); the
+command line's default) each file is checked before its first run with the
+onnx package of that Python (onnx.checker with full_check: the checker and
+strict shape inference at the file's opsets), and a file that fails is an
+OrtError ("check: ...").
 
 Command line (for lit's %ort_run; --no-check skips the check):
 
@@ -88,7 +89,7 @@ class _Sessions:
     """The last CACHE_MAX sessions, keyed by path, mtime and size; each
     file checked (check_model) before its first session when `check`."""
 
-    def __init__(self, check=True):
+    def __init__(self, check=False):
         self.cache = {}
         self.check = check
 
@@ -135,7 +136,7 @@ class Runner:
     else through a server under ort_python(), started on first use and
     restarted after a crash (`timeout` bounds one run there)."""
 
-    def __init__(self, timeout=300.0, python=None, check=True):
+    def __init__(self, timeout=300.0, python=None, check=False):
         self.timeout = timeout
         self.python = python
         self.check = check
@@ -262,7 +263,7 @@ class Runner:
     def run(self, model, inputs, outputs=None, check=None):
         """Run `model` on {name: array}; return {output name: array} in model
         order (or in the order of `outputs`).  `check` overrides the
-        Runner's for this file (False: a test's own input, not checked)."""
+        Runner's for this file."""
         if self.local is not None:
             return self.local.run(model, inputs, outputs, check)
         return self._remote(model, inputs, outputs, check)
@@ -314,7 +315,7 @@ def serve(stdin=sys.stdin, stdout=sys.stdout):
                 continue
             inputs = {i["name"]: np.load(i["file"], allow_pickle=False) for i in job["inputs"]}
             res = sessions.run(job["model"], inputs, job.get("outputs"),
-                               bool(job.get("check", True)))
+                               bool(job.get("check", False)))
             outs = []
             for k, (name, arr) in enumerate(res.items()):
                 arr = np.asarray(arr)
@@ -395,7 +396,7 @@ def cli(argv):
     ap.add_argument("--no-check", action="store_true",
                     help="do not check the file with onnx.checker first")
     a = ap.parse_args(argv)
-    sessions = _Sessions(check=not a.no_check)
+    sessions = _Sessions(check=not a.no_check)   # lit's files are checked
     s = sessions.get(a.model)
     rng = np.random.default_rng(a.seed)
     feeds = {}
