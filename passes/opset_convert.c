@@ -1154,8 +1154,13 @@ static Status visit(const GraphVisit *gv, void *ctx)
 	if (local.from != target)
 		for (Node *n = gv->g->first, *next; n; n = next) {
 			next = n->next;
-			if (n->domain == S_onnx && n->op != OP_GENERIC)
+			if (n->domain != S_onnx)
+				continue;
+			if (n->op != OP_GENERIC)
 				convert_node(&local, n);
+			else if (lowering(&local))
+				/* Newer than ops.def (BitCast, CumProd, SwiGLU, ...). */
+				fail(&local, n, "onnxc has no schema for it, so no conversion");
 		}
 	c->errors = local.errors;
 	return OK;
