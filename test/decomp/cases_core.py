@@ -150,7 +150,9 @@ def nn_cases(m):
         C("aten::_embedding_bag", f(W10), IDX, fixed("i64[4]", [0, 3, 3, 8]), False, 1, outputs=[0],
           id="_embedding_bag-mean-empty"),
         C("aten::_embedding_bag", f(W10), IDX, fixed("i64[3]", [0, 2, 2]), False, 2, outputs=[0],
-          id="_embedding_bag-max-empty"),
+          id="_embedding_bag-max-empty",
+          xfail="max mode's max_indices (result 3) is the bag sizes [B], not PyTorch's [B, D] "
+                "argmax rows; onnxc refuses the program when that result is returned"),
         C("aten::_embedding_bag", f(W10), IDX, fixed("i64[4]", [0, 1, 4, 8]), False, 0, False, None,
           True, outputs=[0], id="_embedding_bag-include_last_offset"),
         C("aten::_embedding_bag", f(W10), IDX, fixed("i64[2]", [0, 5]), False, 0, False,
