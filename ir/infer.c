@@ -1570,34 +1570,54 @@ static int refines(const Type *got, const Type *had)
 
 static void sub(Graph *g, void *ctx) { infer_graph(ctx, g); }
 
-static void infer_graph(Infer *I, Graph *g)
+/* Types n's untyped or vague results (an ONNX node of the registry). */
+static void infer_one(Infer *I, const Node *n)
 {
 	Module *m = I->m;
 	Type *buf[16], **out;
+	int need = 0;
+	for (uint32_t i = 0; i < n->nres; i++)
+		need |= n->res[i] && vague(m->vals.v[n->res[i]].type);
+	if (!need)
+		return;
+	out = n->nres <= 16 ? buf : xcalloc(n->nres, sizeof *out);
+	for (uint32_t i = 0; i < n->nres; i++)
+		out[i] = NULL;
+	infer_onnx(I, n, out);
+	for (uint32_t i = 0; i < n->nres; i++) {
+		Type **t = n->res[i] ? &m->vals.v[n->res[i]].type : NULL;
+		if (t && out[i] && (!*t || (vague(*t) && refines(out[i], *t)))) {
+			*t = out[i];
+			I->typed++;
+		}
+	}
+	if (out != buf)
+		free(out);
+}
+
+static int inferable(const Node *n)
+{
+	return n->domain == S_onnx && n->op != OP_GENERIC && op_info[n->op].dom == DOM_ONNX && n->nres;
+}
+
+static void infer_graph(Infer *I, Graph *g)
+{
 	for (Node *n = g->first; n; n = n->next) {
 		node_each_subgraph(n, sub, I);
-		if (n->domain != S_onnx || n->op == OP_GENERIC || op_info[n->op].dom != DOM_ONNX || !n->nres)
+		if (!inferable(n))
 			continue;
-		int need = 0;
-		for (uint32_t i = 0; i < n->nres; i++)
-			need |= n->res[i] && vague(m->vals.v[n->res[i]].type);
-		if (need) {
-			out = n->nres <= 16 ? buf : xcalloc(n->nres, sizeof *out);
-			for (uint32_t i = 0; i < n->nres; i++)
-				out[i] = NULL;
-			infer_onnx(I, n, out);
-			for (uint32_t i = 0; i < n->nres; i++) {
-				Type **t = n->res[i] ? &m->vals.v[n->res[i]].type : NULL;
-				if (t && out[i] && (!*t || (vague(*t) && refines(out[i], *t)))) {
-					*t = out[i];
-					I->typed++;
-				}
-			}
-			if (out != buf)
-				free(out);
-		}
+		infer_one(I, n);
 		track_vec(I, n);
 	}
+}
+
+uint32_t infer_nodes(Module *m, Node *first, const Node *end)
+{
+	Infer I = { .m = m };
+	for (Node *n = first; n && n != end; n = n->next)
+		if (inferable(n))
+			infer_one(&I, n);
+	return I.typed;
 }
 
 uint32_t infer_module(Module *m, unsigned what)

@@ -686,6 +686,11 @@ void infer_node(Module *m, const Node *n, Type **out);
  * importing an .onnx model (WALK_GRAPHS: a function body read back is
  * left as written, so a model survives import and export unchanged). */
 uint32_t infer_module(Module *m, unsigned what);
+/* The same for the nodes from first up to end (not included), in order,
+ * without following shape vectors through them: for a pass that needs the
+ * shapes of the nodes it just made (decompose, for the guards of the calls
+ * a body makes). */
+uint32_t infer_nodes(Module *m, Node *first, const Node *end);
 /* A written type and an inferred one cannot describe the same tensor:
  * different dtypes, ranks, or static sizes of one dim. */
 int infer_conflict(const Type *written, const Type *inferred);

@@ -21,6 +21,8 @@ typedef struct Eval {
 	const Decomp *d;
 	Arg *vals;                  /* by parameter index */
 	Arena *tmp;
+	Type *const *shapes;        /* rank and dims of untyped body values */
+	uint32_t nshapes;
 } Eval;
 
 enum { UNKNOWN = 0, KNOWN = 1 };
@@ -68,11 +70,18 @@ int decomp_lit_eq(const Arg *a, const Arg *b)
 }
 
 /* ---- what an argument's type tells ------------------------------------------ */
-static const Type *tensor_type(const Eval *ev, const Arg *a)
+/* a's tensor type; for an untyped value a body made, the shape found for
+ * it (decompose.c), unless the dtype is asked for: that one the library's
+ * bodies expect unknown where they did not write it. */
+static const Type *tensor_type_for(const Eval *ev, const Arg *a, int dtype)
 {
 	const Type *t = a->kind == A_VALUE ? val(ev->m, a->u.v)->type : NULL;
+	if (!t && !dtype && a->kind == A_VALUE && a->u.v < ev->nshapes)
+		t = ev->shapes[a->u.v];
 	return t && t->kind == TY_TENSOR ? t : NULL;
 }
+
+static const Type *tensor_type(const Eval *ev, const Arg *a) { return tensor_type_for(ev, a, 0); }
 
 /* The rank (what = 0) or dtype (what = 1) of a tensor, of a number (rank
  * 0, dtype unknown), or shared by every tensor of a list (its nones, as in
@@ -88,7 +97,7 @@ static int type_fact(const Eval *ev, const Arg *a, int what, int64_t *out)
 	for (uint32_t i = 0; i < n; i++) {
 		if (a->kind == A_LIST && v[i].kind == A_NONE)
 			continue;
-		const Type *t = tensor_type(ev, &v[i]);
+		const Type *t = tensor_type_for(ev, &v[i], what == 1);
 		int64_t f = !t ? -1 : what == 0 ? t->rank : t->dtype == DT_UNDEF ? -1 : t->dtype;
 		if (f < 0 || (seen++ && f != *out))
 			return UNKNOWN;
@@ -304,9 +313,9 @@ static int eval(const Eval *ev, const GExpr *e, Arg *out)
 	return compare(e->kind, &a, &b, out);
 }
 
-int decomp_where(Module *m, const Decomp *d, Arg *vals, Arena *tmp)
+int decomp_where(Module *m, const Decomp *d, Arg *vals, Arena *tmp, Type *const *shapes, uint32_t nshapes)
 {
-	Eval ev = { m, d, vals, tmp };
+	Eval ev = { m, d, vals, tmp, shapes, nshapes };
 	for (uint32_t i = 0; i < d->nguard; i++) {
 		const Guard *g = &d->guards[i];
 		Arg r;

@@ -35,6 +35,8 @@ typedef struct Decompose {
 	const Node **sfrom;         /* the call that made an entry (provenance) */
 	uint32_t nsfrom;
 	ComplexVals complex;        /* complex values of lowered calls, made real at the end */
+	Type **shapes;              /* by ValueId: shapes of untyped body values, for guards */
+	uint32_t nshapes;
 } Decompose;
 
 /* The arguments a call binds to one decomposition's parameters. */
@@ -321,7 +323,7 @@ static int guards_hold(Decompose *x, const Decomp *d, Bound *b)
 	Arg *vals = d->nparam <= 16 ? small : xcalloc(d->nparam, sizeof *vals);
 	for (uint32_t i = 0; i < d->nparam; i++)
 		vals[i] = b[i].a;
-	int ok = decomp_where(x->m, d, vals, &x->tmp);
+	int ok = decomp_where(x->m, d, vals, &x->tmp, x->shapes, x->nshapes);
 	for (uint32_t i = 0; ok && i < d->nparam; i++)
 		b[i].a = vals[i];
 	if (vals != small)
@@ -838,15 +840,64 @@ static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 
 static Status expand(Decompose *x, Node *call, int depth, DType outer);
 
-/* The copies' own ATen nodes are decomposed in turn, in order. */
+typedef VEC(ValueId) Shaped;
+
+/* The untyped results of the ONNX nodes from `from` up to `end` get the
+ * shapes inference finds, in x->shapes (noted in *sh), not as their types:
+ * through them a guard sees rank and dims, but promotion, casts and
+ * complex handling still see no type.  Inference runs with the shapes
+ * found so far put in place, so it follows the chain. */
+static void shape_nodes(Decompose *x, Node *from, const Node *end, Shaped *sh)
+{
+	Module *m = x->m;
+	uint32_t first = sh->n;
+	for (Node *k = from; k && k != end; k = k->next)
+		for (uint32_t i = 0; i < k->nres; i++)
+			if (k->res[i] && !val(m, k->res[i])->type)
+				XVEC_PUSH(*sh, k->res[i]);
+	for (uint32_t i = 0; i < first; i++)
+		if (!val(m, sh->v[i])->type)
+			val(m, sh->v[i])->type = x->shapes[sh->v[i]];
+	infer_nodes(m, from, end);
+	if (m->vals.n > x->nshapes) {
+		uint32_t cap = m->vals.n + m->vals.n / 2 + 16;
+		x->shapes = xrealloc(x->shapes, cap * sizeof *x->shapes);
+		memset(x->shapes + x->nshapes, 0, (cap - x->nshapes) * sizeof *x->shapes);
+		x->nshapes = cap;
+	}
+	for (uint32_t i = first; i < sh->n; i++)
+		x->shapes[sh->v[i]] = val(m, sh->v[i])->type;
+	for (uint32_t i = 0; i < sh->n; i++)
+		if (val(m, sh->v[i])->type == x->shapes[sh->v[i]])
+			val(m, sh->v[i])->type = NULL;
+}
+
+/* The copies' own ATen nodes are decomposed in turn, in order.  Before
+ * each, the ONNX nodes before it (copies, and what earlier calls became)
+ * get their shapes, so its guards see the rank and dims of values the
+ * body made (not their dtype: the library's bodies rely on a dtype they
+ * did not write being unknown there, e.g. an integer remainder casts and
+ * calls remainder again for its general form).  The shapes are dropped
+ * at the end; inference after the pass types those values in full. */
 static Status expand_nested(Decompose *x, Node **v, uint32_t n, int depth, DType dt)
 {
-	for (uint32_t i = 0; i < n; i++) {
+	Node *from = n ? v[0] : NULL;
+	Shaped sh = { 0 };
+	Status st = OK;
+	for (uint32_t i = 0; i < n && st == OK; i++) {
 		subst_node(x, v[i]);
-		if (node_is_torch(v[i]) && expand(x, v[i], depth + 1, dt) != OK)
-			return FAILED;
+		if (!node_is_torch(v[i]))
+			continue;
+		Node *before = v[i]->prev;
+		Graph *g = v[i]->graph;
+		shape_nodes(x, from, v[i], &sh);
+		st = expand(x, v[i], depth + 1, dt);
+		from = before ? before->next : g->first;
 	}
-	return OK;
+	for (uint32_t i = 0; i < sh.n; i++)
+		x->shapes[sh.v[i]] = NULL;
+	free(sh.v);
+	return st;
 }
 
 static Status run_inst(Inst *in)
@@ -1254,5 +1305,6 @@ Status pass_decompose(Module *m, const PassOptions *opt)
 	arena_free(&x.tmp);
 	free(x.sfrom);
 	free(x.complex.v);
+	free(x.shapes);
 	return st;
 }

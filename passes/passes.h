@@ -135,9 +135,11 @@ uint32_t complex_report_unlowered(Module *m);
 /* decomp_guard.c: d's where clause on the arguments a call binds (vals, by
  * parameter index; definitions are written there).  1 when every
  * condition holds and every definition is known; lists it computes go in
- * tmp.  decomp_lit_eq is literal equality: numbers by value, strings and
- * bare words by text, lists element by element. */
-int decomp_where(Module *m, const Decomp *d, Arg *vals, Arena *tmp);
+ * tmp.  shapes (by ValueId, nshapes entries; may be NULL) gives rank and
+ * dims, never the dtype, of untyped values a decomposition body made.
+ * decomp_lit_eq is literal equality: numbers by value, strings and bare
+ * words by text, lists element by element. */
+int decomp_where(Module *m, const Decomp *d, Arg *vals, Arena *tmp, Type *const *shapes, uint32_t nshapes);
 int decomp_lit_eq(const Arg *a, const Arg *b);
 Str decomp_arg_text(const Arg *a);      /* a string's or bare word's text */
 
