@@ -62,6 +62,10 @@ KNOWN_FAILURES = {
     # know.  Tracing a custom op's Python implementation into ATen is the
     # way on.
     "mixtral": "grouped_mm_fallback",
+    # RAFT-large's bridge output holds an aten::index.Tensor call no
+    # decomposition of the library's guards accepts (raft_small's passes):
+    # which index form it is has not been looked into yet.
+    "tv_raft_large": "no decomposition for aten::index.Tensor",
 }
 
 
