@@ -62,9 +62,11 @@ KNOWN_FAILURES = {
     # know.  Tracing a custom op's Python implementation into ATen is the
     # way on.
     "mixtral": "grouped_mm_fallback",
-    # RAFT-large's bridge output holds an aten::index.Tensor call no
-    # decomposition of the library's guards accepts (raft_small's passes):
-    # which index form it is has not been looked into yet.
+    # RAFT-large's correlation lookup (raft.py, line 530) indexes the last
+    # two dims of a [1, 2, 18, 18] tensor with two index tensors of other
+    # ranks, [3, 16, 1, 1] and [3, 16], broadcast to [3, 16, 3, 16]
+    # (x[:, :, i, j]): no decomposition of aten::index.Tensor takes index
+    # tensors that broadcast to a larger shape (raft_small's lookups pass).
     "tv_raft_large": "no decomposition for aten::index.Tensor",
 }
 
