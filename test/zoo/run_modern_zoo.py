@@ -68,6 +68,13 @@ KNOWN_FAILURES = {
     # (x[:, :, i, j]): no decomposition of aten::index.Tensor takes index
     # tensors that broadcast to a larger shape (raft_small's lookups pass).
     "tv_raft_large": "no decomposition for aten::index.Tensor",
+    # They convert; their keypoints and masks differ from PyTorch's (max
+    # diff 46 and 0.9), as on the torch 1.13 lane (run_zoo.py's reason: two
+    # near-tied detections swap, and each is decoded with a box size read in
+    # Python, specialized to PyTorch's order); not yet checked row by row
+    # on torch 2.x.  Over the budget: --large runs them.
+    "tv_keypointrcnn_resnet50_fpn": "max diff",
+    "tv_maskrcnn_resnet50_fpn_v2": "max diff",
 }
 
 
@@ -698,7 +705,9 @@ def check_file(r, path, case, ref, spec):
                 raise e
             note = " (ties within %.2g: twice PyTorch's f32 error on the scores)" % tie
         tol = tolerance(want)
-        if d > tol and i == 0:
+        # Not for detectors: their f64 run may keep or order other
+        # detections, which is no measure of f32 error.
+        if d > tol and i == 0 and not detection:
             drift = f64_drift(spec, a, kw, want)
             if drift is not None and 2 * drift > tol:
                 tol = 2 * drift
