@@ -62,12 +62,6 @@ KNOWN_FAILURES = {
     # know.  Tracing a custom op's Python implementation into ATen is the
     # way on.
     "mixtral": "grouped_mm_fallback",
-    # RAFT-large's correlation lookup (raft.py, line 530) indexes the last
-    # two dims of a [1, 2, 18, 18] tensor with two index tensors of other
-    # ranks, [3, 16, 1, 1] and [3, 16], broadcast to [3, 16, 3, 16]
-    # (x[:, :, i, j]): no decomposition of aten::index.Tensor takes index
-    # tensors that broadcast to a larger shape (raft_small's lookups pass).
-    "tv_raft_large": "no decomposition for aten::index.Tensor",
     # They convert; their keypoints and masks differ from PyTorch's (max
     # diff 46 and 0.9), as on the torch 1.13 lane (run_zoo.py's reason: two
     # near-tied detections swap, and each is decoded with a box size read in
