@@ -156,7 +156,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       "x_dynamic_axes_1"); output entries name output dims
       input_names     names of the graph inputs, in flattened order
       output_names    names of the graph outputs, in flattened order
-      opset           the default-domain opset (17 to 23)
+      opset           the default-domain opset (13 to 28; below 17 the program is lowered at 17 and converted, see docs/usage.md)
       report          True (writes `<f stem>_report.md`) or a path: a
                       markdown conversion report, written also on failure
       external_data   True: large tensors go to `<f>.data`; a file name: there

@@ -392,6 +392,22 @@ class Torch2Test(TempDirTest):
             self.check_runs(model, f, {"x": v.numpy()}, (v,))
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_older_and_newer_opsets(self):
+        """opset=13 lowers at 17 and converts down: LayerNormalization and
+        Gelu are written out in older ops; opset=24 keeps them one node."""
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8), torch.nn.GELU()).eval()
+        x = torch.randn(2, 4)
+        for opset, has in ((13, False), (24, True)):
+            f = self.path("ln%d.onnx" % opset)
+            onnxc.export(model, (x,), f, opset=opset)
+            m = onnx.load(f)
+            self.assertEqual([o.version for o in m.opset_import if o.domain == ""], [opset])
+            ops = {n.op_type for n in m.graph.node}
+            self.assertEqual("LayerNormalization" in ops, has, ops)
+            self.assertEqual("Gelu" in ops, has, ops)
+            self.check_runs(model, f, {"input": x.numpy()}, (x,))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
     def test_dim_objects_and_ranges(self):
         """torch.export.Dim with a range, Dim.AUTO and a name in one call:
         the ONNX inputs' dim names, and the ranges in the metadata."""
