@@ -286,6 +286,7 @@ enum { /* op properties */
 	OPF_INPLACE = 1 << 3,       /* ATen: mutates its first argument */
 	OPF_VIEW = 1 << 4,          /* ATen: result aliases its first argument */
 	OPF_SIDE_EFFECT = 1 << 5,   /* never dead */
+	OPF_RANDOM = 1 << 6,        /* new values each run: never merged or folded; dead when unused */
 };
 
 typedef enum {

@@ -35,7 +35,7 @@ typedef struct Cse {
 
 static int mergeable(const Cse *c, const Node *n)
 {
-	if (n->nres == 0 || node_has_flag(n, OPF_SIDE_EFFECT | OPF_INPLACE))
+	if (n->nres == 0 || node_has_flag(n, OPF_SIDE_EFFECT | OPF_RANDOM | OPF_INPLACE))
 		return 0;
 	if (n->op == OP_GENERIC && n->domain != S_onnx)
 		return 0;

@@ -2,7 +2,8 @@
  *
  * A node is live if it has side effects, if it has no results (it exists
  * for its effect, e.g. an assertion), or if one of its results is used by
- * a live node or returned.  Use counts are computed once; removing a dead
+ * a live node or returned.  A random op (OPF_RANDOM) nothing reads is dead
+ * like any other: drawing values no one reads changes no result.  Use counts are computed once; removing a dead
  * node decrements the counts of its operands, and the walk goes backwards
  * so one pass over each graph removes whole dead chains: linear time.
  * Subgraphs are walked too; values they capture count as uses.  A live

@@ -68,7 +68,7 @@ static int never_folds(const Node *n)
 		return 1;
 	default:
 		return n->domain != S_onnx || n->op == OP_GENERIC || n->nres == 0 || n->nargs > MAX_IN ||
-		       node_has_flag(n, OPF_SIDE_EFFECT) || node_has_subgraph(n) || !rt_kernel(n->op);
+		       node_has_flag(n, OPF_SIDE_EFFECT | OPF_RANDOM) || node_has_subgraph(n) || !rt_kernel(n->op);
 	}
 }
 
