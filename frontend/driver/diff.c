@@ -13,7 +13,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "frontend.h"
+#include "driver.h"
 #include "runtime.h"
 
 static const char diff_usage[] =

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "backend.h"
-#include "frontend.h"
+#include "driver.h"
 #include "passes.h"
 
 typedef enum { EMIT_DEFAULT, EMIT_FXIR, EMIT_LISTING, EMIT_ONNX, EMIT_DOT } Emit;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "frontend.h"
+#include "driver.h"
 #include "onnx.pb-c.h"
 
 typedef VEC(Sym) SymList;

@@ -17,7 +17,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "frontend.h"
+#include "driver.h"
 #include "runtime.h"
 
 struct Bisect {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "frontend.h"
+#include "driver.h"
 #include "passes.h"
 #include "runtime.h"
 
