@@ -20,7 +20,7 @@ typedef struct OnnxWriteOptions {
 	int keep_inits_as_inputs;   /* list every initializer of the main graph as an input too */
 } OnnxWriteOptions;
 
-/* onnx_writer.c: returns 0 on success, nonzero after a diagnostic. */
+/* onnx_writer_file.c: returns 0 on success, nonzero after a diagnostic. */
 int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt);
 
 /* listing.c: a listing a person reads (like the ONNX section of a
