@@ -135,6 +135,19 @@ void node_insert_before(Graph *g, Node *before, Node *n)
 	g->nnodes++;
 }
 
+void value_to_const(Module *m, Graph *g, const Node *n, uint32_t i, Tensor *t)
+{
+	Value *v = val(m, n->res[i]);
+	v->kind = VK_CONST;
+	v->init = t;
+	v->def = NULL;
+	v->res = 0;
+	v->loc = n->loc;
+	if (!v->type)
+		v->type = t->type;
+	VEC_PUSH(&m->arena, g->inits, n->res[i]);
+}
+
 void node_remove(Graph *g, Node *n)
 {
 	if (n->prev)

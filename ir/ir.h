@@ -548,6 +548,9 @@ Node *node_new_op(Module *m, OpId op, uint32_t nres, uint32_t nargs, uint32_t nk
 void node_append(Graph *g, Node *n);
 void node_insert_before(Graph *g, Node *before, Node *n);
 void node_remove(Graph *g, Node *n);
+/* Result i of n becomes a `const` value of g holding t (n's location; its
+ * type if it had none), keeping its ValueId; n itself is left in place. */
+void value_to_const(Module *m, Graph *g, const Node *n, uint32_t i, Tensor *t);
 /* Calls f(value, ctx) for every value an Arg uses, lists included (not
  * inside subgraphs). */
 void arg_each_value(const Arg *a, void (*f)(ValueId, void *), void *ctx);

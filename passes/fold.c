@@ -246,16 +246,8 @@ static void name_after_weight(Fold *f, const Node *n, ValueId r, const uint8_t *
  * ValueId and type. */
 static void define_init(Fold *f, Node *n, uint32_t i, Tensor *t)
 {
-	Value *v = val(f->m, n->res[i]);
-	v->kind = VK_CONST;
-	v->init = t;
-	v->def = NULL;
-	v->res = 0;
-	v->loc = n->loc;
-	if (!v->type)
-		v->type = t->type;
+	value_to_const(f->m, n->graph, n, i, t);
 	name_after_weight(f, n, n->res[i], f->is_out);
-	VEC_PUSH(&f->m->arena, n->graph->inits, n->res[i]);
 }
 
 /* A result folded from weights of at least SPILL_MIN bytes goes to a

@@ -43,15 +43,7 @@ static Tensor *value_tensor(const Node *n)
 
 static void to_init(Inits *s, Graph *g, Node *n, Tensor *t)
 {
-	Value *v = val(s->m, n->res[0]);
-	v->kind = VK_CONST;
-	v->init = t;
-	v->def = NULL;
-	v->res = 0;
-	v->loc = n->loc;
-	if (!v->type)
-		v->type = t->type;
-	VEC_PUSH(&s->m->arena, g->inits, n->res[0]);
+	value_to_const(s->m, g, n, 0, t);
 	node_remove(g, n);
 }
 
