@@ -3,11 +3,13 @@
 #
 #   bash utils/test.sh           build, lit, round trip and idempotence of
 #                                every shipped .fxir, lit under ASan/UBSan, fuzz smoke,
-#                                ONNX conformance, the runtime's kernels on
+#                                ONNX conformance (also at -O2 and converted
+#                                to opsets 13 and 26), the runtime's kernels on
 #                                ONNX's node tests, decompositions against
-#                                PyTorch, the Python API, the exporter's
-#                                contract, end-to-end tests, the
-#                                torchvision/torchaudio zoo sweep
+#                                PyTorch, the Python API (torch 1.13 and 2.x),
+#                                the exporter's contract, the modern zoo
+#                                (torch 2.x), end-to-end tests, the
+#                                torchvision/torchaudio zoo sweep (torch 1.13)
 #   bash utils/test.sh --quick   build, lit, round trip, kernels, decompositions, the
 #                                Python API, the contract and end-to-end only
 #   bash utils/test.sh --fuzz-long[=SECONDS]
@@ -47,7 +49,7 @@ for arg in "$@"; do
     --fuzz-long) FUZZ_LONG=600 ;;
     --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
       [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
