@@ -22,11 +22,8 @@ def np_bool_scalar(fn):
 
 
 def cases(m):
-    C, X, f, i, b, DT, Lit = m.C, m.X, m.f, m.i, m.b, m.DT, m.Lit
-    torch = m.torch
-    strided = Lit("strided", torch.strided)
-    cpu = Lit('"cpu"', torch.device("cpu"))
-    POS = dict(lo=0.2, hi=3.0)
+    C, X, f, i, b, DT = m.C, m.X, m.f, m.i, m.b, m.DT
+    strided, cpu, POS = m.STRIDED, m.CPU, m.POS
     out = []
     A = out.extend
 

@@ -16,11 +16,9 @@ import numpy as np
 
 
 def cases(m):
-    C, X, f, i, b, DT, Lit = m.C, m.X, m.f, m.i, m.b, m.DT, m.Lit
+    C, X, f, i, b, DT = m.C, m.X, m.f, m.i, m.b, m.DT
     torch = m.torch
-    strided = Lit("strided", torch.strided)
-    cpu = Lit('"cpu"', torch.device("cpu"))
-    POS = dict(lo=0.2, hi=3.0)
+    strided, cpu, POS = m.STRIDED, m.CPU, m.POS
     OLD = torch.__version__.startswith("1.")
     OLD_LDEXP = ("PyTorch 1.13's ldexp is self * pow(2.0, other): powers of 2 in f32, an f16 self "
                  "promoted to f32; the decomposition follows 2.x (exact for a float self)") if OLD else None
