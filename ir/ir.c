@@ -143,6 +143,7 @@ void value_to_const(Module *m, Graph *g, const Node *n, uint32_t i, Tensor *t)
 	v->def = NULL;
 	v->res = 0;
 	v->loc = n->loc;
+	v->prov = n->prov;
 	if (!v->type)
 		v->type = t->type;
 	VEC_PUSH(&m->arena, g->inits, n->res[i]);

@@ -412,6 +412,7 @@ typedef struct Value {
 	uint8_t kind;               /* ValueKind */
 	Sym key;                    /* VK_PARAM/VK_BUFFER: tensor name in the weights file */
 	Tensor *init;               /* VK_CONST */
+	const Prov *prov;           /* VK_CONST made from a node: its provenance, or NULL */
 	Loc loc;
 } Value;
 
