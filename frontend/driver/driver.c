@@ -727,7 +727,12 @@ static int convert_opset(Module *m, const Opts *o, int after)
 static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t len, uint32_t first_line)
 {
 	Report *r = o->report;
+	double t0 = now();
 	Module *m = read_input(o, text, len, first_line);
+	/* -time-passes: the reading and the writing around the passes' times,
+	 * so that the three add up to the run. */
+	if (o->time_passes && pl->n)
+		fprintf(stderr, "onnxc: time read %9.3f ms\n", (now() - t0) * 1e3);
 	int rc = 1, verified = m && verify_module(m) == 0, lowered = verified && convert_opset(m, o, 0) == 0 &&
 		run_pipeline(m, pl, o) == 0 && convert_opset(m, o, 1) == 0;
 	if (r) {
@@ -738,8 +743,12 @@ static int compile(const Opts *o, const Pipeline *pl, const char *text, size_t l
 			report_stage(r, STAGE_WRITE, STAGE_NOT_RUN, o->emit == EMIT_LISTING ? "not asked: -emit=listing"
 				     : o->emit == EMIT_DOT ? "not asked: -emit=dot" : "not asked: -emit=fxir");
 	}
-	if (lowered)
+	if (lowered) {
+		t0 = now();
 		rc = emit(m, o);
+		if (o->time_passes && pl->n)
+			fprintf(stderr, "onnxc: time write %9.3f ms\n", (now() - t0) * 1e3);
+	}
 	if (r && m)
 		report_result(r, m, lowered && !rc, &o->w);
 	module_free(m);
