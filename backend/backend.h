@@ -16,6 +16,7 @@ typedef struct OnnxWriteOptions {
 	int external;               /* 1: tensors above threshold go to a side file */
 	const char *external_file;  /* NULL: <output>.data */
 	size_t external_threshold;  /* bytes; default 1024 */
+	int external_in_place;      /* weights-file tensors: external data point into that file */
 	const char *weights_dir;    /* where the module's weights file is looked for */
 	int keep_inits_as_inputs;   /* list every initializer of the main graph as an input too */
 } OnnxWriteOptions;

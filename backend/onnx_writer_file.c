@@ -1,6 +1,7 @@
 /* onnx_writer_file.c - the ONNX writer: the files, written to a temporary
  * file renamed over the destination, with external data in a side file.
  */
+#define _XOPEN_SOURCE 700       /* realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -112,30 +113,50 @@ typedef struct Ext {
 	Writer *w;
 	OutFile side;
 	const char *location;       /* relative to the model's directory */
+	const char *in_place;       /* -external-in-place: the weights file's location; else NULL */
 	uint64_t off;
 	size_t threshold;
+	size_t n_side, n_in_place;  /* tensors written to the side file, pointing into the weights */
 } Ext;
+
+static void set_external(Writer *w, Onnx__TensorProto *t, const char *location, uint64_t off)
+{
+	t->n_external_data = 3;
+	t->external_data = PTRS(w, Onnx__StringStringEntryProto, 3);
+	t->external_data[0] = kv(w, "location", location);
+	t->external_data[1] = kv(w, "offset", afmt(w, "%llu", (unsigned long long)off));
+	t->external_data[2] = kv(w, "length", afmt(w, "%zu", t->raw_data.len));
+	t->has_data_location = 1;
+	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	t->has_raw_data = 0;
+	t->raw_data = (ProtobufCBinaryData){ 0, NULL };
+}
+
+/* A tensor whose bytes are still the weights file's own (a parameter no
+ * pass changed) is named where it lies in that file: nothing is copied. */
+static int ext_in_place(Ext *e, Onnx__TensorProto *t)
+{
+	uint64_t off;
+	if (!e->in_place || !safetensors_locate(e->w->out->weights, t->raw_data.data, t->raw_data.len, &off))
+		return 0;
+	set_external(e->w, t, e->in_place, off);
+	e->n_in_place++;
+	return 1;
+}
 
 static void ext_tensor(Ext *e, Onnx__TensorProto *t)
 {
-	if (!t->has_raw_data || t->raw_data.len < e->threshold)
+	if (!t->has_raw_data || t->raw_data.len < e->threshold || ext_in_place(e, t))
 		return;
 	static const uint8_t zeros[EXTERNAL_ALIGN];
 	uint64_t pad = (EXTERNAL_ALIGN - e->off % EXTERNAL_ALIGN) % EXTERNAL_ALIGN;
 	out_write(&e->side, zeros, (size_t)pad);
 	e->off += pad;
-	Writer *w = e->w;
-	out_payload(&e->side, w->out->weights, t->raw_data.data, t->raw_data.len);
-	t->n_external_data = 3;
-	t->external_data = PTRS(w, Onnx__StringStringEntryProto, 3);
-	t->external_data[0] = kv(w, "location", e->location);
-	t->external_data[1] = kv(w, "offset", afmt(w, "%llu", (unsigned long long)e->off));
-	t->external_data[2] = kv(w, "length", afmt(w, "%zu", t->raw_data.len));
-	t->has_data_location = 1;
-	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	out_payload(&e->side, e->w->out->weights, t->raw_data.data, t->raw_data.len);
+	uint64_t at = e->off;
 	e->off += t->raw_data.len;
-	t->has_raw_data = 0;
-	t->raw_data = (ProtobufCBinaryData){ 0, NULL };
+	e->n_side++;
+	set_external(e->w, t, e->location, at);
 }
 
 static void ext_graph(Ext *e, Onnx__GraphProto *g);
@@ -174,6 +195,36 @@ static char *side_path(Writer *w, const char *path, const char **location)
 	return slash ? afmt(w, "%.*s/%s", (int)(slash - path), path, file) : (char *)file;
 }
 
+static const char *model_dir(Writer *w, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return !slash ? "." : slash == path ? "/" : afmt(w, "%.*s", (int)(slash - path), path);
+}
+
+/* -external-in-place: the weights file's location relative to the model's
+ * directory, which must hold it (symbolic links resolved), as readers of
+ * external data require.  *location stays NULL when the model reads no
+ * weights file. */
+static Status in_place_location(Writer *w, const char *path, const char **location)
+{
+	*location = NULL;
+	const SafeTensors *st = w->out->weights;
+	if (!st)
+		return OK;
+	const char *dir = model_dir(w, path);
+	char *real = path_inside(dir, safetensors_path(st));
+	char *rdir = real ? realpath(dir, NULL) : NULL;
+	if (rdir) {
+		size_t k = strlen(rdir);
+		*location = afmt(w, "%s", real + k + (rdir[k - 1] != '/'));
+	} else
+		diag_error(file_loc(path), "-external-in-place: the weights file '%s' is not inside the model's directory '%s'",
+			safetensors_path(st), dir);
+	free(real);
+	free(rdir);
+	return *location ? OK : FAILED;
+}
+
 /* The side file replaces whatever has its name, by rename; a symbolic
  * link there that leads out of the model's directory is refused rather
  * than replaced, since whoever put it there meant the data to go
@@ -183,9 +234,7 @@ static Status side_link_ok(Writer *w, const char *path, const char *side)
 	struct stat sb;
 	if (lstat(side, &sb) != 0 || !S_ISLNK(sb.st_mode))
 		return OK;
-	const char *slash = strrchr(path, '/');
-	const char *dirname = !slash ? "." : slash == path ? "/" : afmt(w, "%.*s", (int)(slash - path), path);
-	char *real = path_inside(dirname, side);
+	char *real = path_inside(model_dir(w, path), side);
 	Status st = real ? OK : FAILED;
 	if (st != OK)
 		diag_error(file_loc(side), "the external data file is a symbolic link that leads outside the model's directory");
@@ -226,12 +275,14 @@ static int write_files(OnnxBuilt *b, const char *path, Ext *ext, const char *sid
 	int rc = 0;
 	if (ext) {
 		ext_graph(ext, b->model->graph);
-		if (ext->off == 0) {
-			/* No initializer reached the threshold: the model names no
-			 * side file, so none is written. */
+		if (ext->n_side == 0) {
+			/* No initializer reached the threshold (or all point into
+			 * the weights file): the model names no side file, so none
+			 * is written. */
 			out_abort(&ext->side);
-			diag_warning(file_loc(path), "no initializer has %zu bytes or more: no external data file written",
-				ext->threshold);
+			if (ext->n_in_place == 0)
+				diag_warning(file_loc(path), "no initializer has %zu bytes or more: no external data file written",
+					ext->threshold);
 			ext = NULL;
 		} else {
 			rc = out_finish(&ext->side, side);
@@ -263,6 +314,8 @@ int onnx_write(Module *m, const char *path, const OnnxWriteOptions *opt)
 		side = side_path(&w, path, &ext.location);
 		ext.threshold = opt && opt->external_threshold ? opt->external_threshold : 1024;
 		rc = side == NULL || side_link_ok(&w, path, side) != OK;
+		if (rc == 0 && opt->external_in_place)
+			rc = in_place_location(&w, path, &ext.in_place) != OK;
 	}
 	if (rc == 0) {
 		progress_begin("writing weights (bytes)", b.init_bytes, PROGRESS_MIN_BYTES);

@@ -38,6 +38,11 @@ const SafeTensor *safetensors_at(const SafeTensors *st, size_t i); /* sorted by 
  * the mapping is private and never written.  Memory outside the mapping is
  * left alone, so any payload pointer may be passed; st may be NULL. */
 void safetensors_release(const SafeTensors *st, const void *p, size_t n);
+/* 1 when [p, p + n) lies in the data region of the mapping, with its byte
+ * offset in the file (what ONNX external data names); else 0. */
+int safetensors_locate(const SafeTensors *st, const void *p, size_t n, uint64_t *offset);
+/* The path the file was opened by. */
+const char *safetensors_path(const SafeTensors *st);
 
 /* ---- value.c: runtime tensors --------------------------------------------- */
 /* A dense tensor owned by the runtime: packed little-endian elements, row

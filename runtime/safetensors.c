@@ -251,6 +251,21 @@ void safetensors_release(const SafeTensors *st, const void *p, size_t n)
 	madvise(st->map + lo, hi - lo, MADV_DONTNEED);
 }
 
+int safetensors_locate(const SafeTensors *st, const void *p, size_t n, uint64_t *offset)
+{
+	const uint8_t *b = p;
+	if (!st || !st->map || b < st->region || b > st->region + st->region_size
+	    || n > (size_t)(st->region + st->region_size - b))
+		return 0;
+	*offset = (uint64_t)(b - st->map);
+	return 1;
+}
+
+const char *safetensors_path(const SafeTensors *st)
+{
+	return st->path;
+}
+
 const SafeTensor *safetensors_at(const SafeTensors *st, size_t i)
 {
 	return i < st->n ? &st->t[i] : NULL;

@@ -68,6 +68,9 @@ static const char usage_text[] =
 	"                           input with a default, which the user may override)\n"
 	"  -external-data[=FILE]    put large tensors in a side file (default <output>.data)\n"
 	"  -external-threshold=N    tensors of at least N bytes go there (default 1024)\n"
+	"  -external-in-place       with external data, tensors read unchanged from the\n"
+	"                           weights file point into it (no copy); that file\n"
+	"                           must be inside the model's directory\n"
 	"  -report[=FILE.md]        also write a Markdown conversion report, even when\n"
 	"                           the conversion fails (default <input>.report.md)\n"
 	"\n"
@@ -196,7 +199,7 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 /* Every option as typed, `=` marking those that take a value; the
  * suggestions for a mistyped one come from here. */
 static const char *const option_names[] = {
-	"-o", "-emit=", "-opset=", "-opset-upgrade", "-keep-initializers-as-inputs", "-external-data=", "-external-data", "-external-threshold=",
+	"-o", "-emit=", "-opset=", "-opset-upgrade", "-keep-initializers-as-inputs", "-external-data=", "-external-data", "-external-threshold=", "-external-in-place",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
@@ -334,6 +337,9 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-external-data", &v)) {
 			o->w.external = 1;
 			o->w.external_file = v;
+		} else if (strcmp(a, "-external-in-place") == 0) {
+			o->w.external = 1;
+			o->w.external_in_place = 1;
 		} else if (match(a, "-external-threshold", &v)) {
 			parse_numeric(a, v, 0, 1L << 40, &n);
 			o->w.external_threshold = (size_t)n;
