@@ -290,7 +290,8 @@ static void replace_by_inits(Fold *f, Node *n, RTensor **out, int weights)
 /* Transpose of a large 2-D weight or constant is streamed into a
  * temporary file a band at a time (runtime/transpose_stream.c) instead of
  * through the kernel, which would hold the weight and its transpose in
- * memory whole.  Returns 1 when n was folded so. */
+ * memory whole.  Returns 1 when n was folded so, or is to stay as it is
+ * (its result is over -fold-limit). */
 static int stream_transpose(Fold *f, Node *n)
 {
 	if (n->op != OP_ONNX_Transpose || n->domain != S_onnx || n->nargs != 1 || n->nres != 1 || !n->res[0] ||
@@ -308,6 +309,8 @@ static int stream_transpose(Fold *f, Node *n)
 	int64_t rows = t->dims[0].v, cols = t->dims[1].v;
 	if ((size_t)(rows * cols) * es < MAPPED_SLICE)
 		return 0;           /* small: the kernel does it */
+	if (f->opt->fold_limit > 0 && (uint64_t)(rows * cols) * es > (uint64_t)f->opt->fold_limit)
+		return 1;           /* over -fold-limit: stays an op, and the kernel need not compute it to see that */
 	diag_mute(1);
 	const uint8_t *src = rt_value_bytes(&f->weights, x, &nbytes);
 	diag_mute(0);
