@@ -140,7 +140,8 @@ def _external_flag(external_data):
 
 def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=None,
            output_names=None, opset=18, optimize="O2", outline=False, report=None,
-           external_data=None, dynamic_axes=None, training="eval", capture=None):
+           external_data=None, dynamic_axes=None, training="eval", capture=None,
+           progress=None):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -174,6 +175,10 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       then "make_fx", then "draft_export", and keeps the first
                       that traces the model (named in the report and in the
                       model's metadata); a name uses that capture only
+      progress        None (default): quiet, unless the conversion runs past
+                      5 s; then each stage (capture, text, weights, onnxc)
+                      with its time on standard error; True: always; False:
+                      never
 
     `model` may also be a torch.export.ExportedProgram (args None: its
     example inputs).
@@ -189,6 +194,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
         owned = tempfile.mkdtemp(prefix="onnxc-model.")
         f = os.path.join(owned, "model.onnx")
     bridge = _bridge()
+    shown = bridge.Progress(show=progress)
     work = tempfile.mkdtemp(prefix="onnxc-export.")
     stem = os.path.splitext(os.path.basename(f))[0] or "model"
     fxir = os.path.join(work, stem + ".fxir")
@@ -205,7 +211,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                 text = bridge.export(model, args, fxir, kwargs=kwargs,
                                      dynamic_shapes=dynamic_shapes, input_names=input_names,
                                      output_names=output_names, dynamic_axes=dynamic_axes,
-                                     training=training, capture=capture, decompose=decompose)
+                                     training=training, capture=capture, decompose=decompose,
+                                     progress=shown)
             except bridge.ExportError as e:
                 steps.append((trace_step, False, time.perf_counter() - t0))
                 err = ConversionError("export: %s" % e, diagnostics=str(e))
@@ -221,7 +228,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                 trace_step += "; PyTorch's decompositions for %s" % ", ".join(bridge.last_decomposed)
             steps.append((trace_step, True, time.perf_counter() - t0))
             t0 = time.perf_counter()
-            p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+            with shown.stage("onnxc %s" % " ".join(cmd_tail)):
+                p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
             ok = p.returncode == 0
             steps.append(("compile with `onnxc %s`" % " ".join(cmd_tail), ok,
                           time.perf_counter() - t0))
@@ -259,6 +267,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
         owned = None    # the object removes it now
         return result
     finally:
+        shown.done()
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
         if owned is not None:

@@ -40,6 +40,12 @@ def main(argv=None):
                    help="torch 2.x: trace with this capture only (default: each in turn "
                         "until one works)")
     p.add_argument("--seed", type=int, default=0)
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_const", const=True,
+                       default=None, help="show each stage and its time on standard error "
+                       "(default: only once the conversion has run 5 s)")
+    shown.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                       help="never show the stages")
     a = p.parse_args(argv)
 
     import torch
@@ -63,7 +69,7 @@ def main(argv=None):
                output_names=a.output_names.split(",") if a.output_names else None,
                opset=a.opset, optimize="O" + a.optimize, outline=a.outline,
                report=a.report or None, external_data=a.external_data or None,
-               training=a.training, capture=a.capture)
+               training=a.training, capture=a.capture, progress=a.progress)
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1

@@ -69,6 +69,7 @@ from .make_fx import (  # noqa: F401
 from .capture import (  # noqa: F401
     CAPTURES,
     _trace_torch_export)
+from .progress import Progress  # noqa: F401
 
 
 
@@ -84,7 +85,8 @@ last_decomposed = []
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
            source_root=None, input_names=None, output_names=None, dynamic_axes=None,
-           save_reference=False, training=None, capture=None, decompose=()):
+           save_reference=False, training=None, capture=None, decompose=(),
+           progress=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -122,6 +124,10 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     decompositions replace after a torch.export capture (onnxc.export
     passes the ops onnxc has no decomposition for); last_decomposed says
     which were replaced.
+    progress: a Progress (onnxc.bridge.progress) that times the stages
+    (capture, run_decompositions when it runs, the program, the text, the
+    weights) and shows them on standard error when asked or when the
+    conversion runs long; None: timed, never shown.
     """
     train = training_flag(training)
     if _is_program(model):
@@ -138,7 +144,7 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     try:
         return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
                        input_names, output_names, dynamic_axes, save_reference, capture,
-                       decompose)
+                       decompose, progress or Progress(show=False))
     finally:
         for m, mode in saved:
             m.training = mode
@@ -160,7 +166,7 @@ def training_flag(training):
 
 def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
             input_names, output_names, dynamic_axes, save_reference, capture=None,
-            decompose=()):
+            decompose=(), progress=None):
     global last_capture, last_decomposed
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
@@ -179,12 +185,13 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
         dynamic_shapes, output_dims = _from_dynamic_axes(dynamic_axes, renamed, output_names)
     if _torch_version() >= (2, 1) and hasattr(torch, "export"):
         ex = _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture,
-                                 decompose)
+                                 decompose, progress)
     elif _is_program(model) or capture not in (None, "make_fx"):
         raise ExportError("torch %s has no torch.export: the capture is make_fx"
                           % torch.__version__)
     else:
-        ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
+        with progress.stage("capture (make_fx)"):
+            ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
     if not hasattr(ex, "weights_const"):
         ex.weights_const = {}
     if input_names:
@@ -211,8 +218,10 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
     st_path = stem + ".safetensors"
     ex.weights_file = os.path.basename(st_path)
     printer = _Printer(ex)
-    text = printer.module()
-    write_safetensors(st_path, ex.weights)
+    with progress.stage("write .fxir text"):
+        text = printer.module()
+    with progress.stage("write weights"):
+        write_safetensors(st_path, ex.weights)
     if save_reference:
         write_safetensors(stem + ".ref.safetensors",
                           _reference(ex, printer, model, args, kwargs, expected))

@@ -19,6 +19,7 @@ from .dims import (
 from .meta import _first_lines, _parse_stack_trace, _user_frame, located
 from .writer import _Export, _op_name
 from .make_fx import _trace_make_fx
+from .progress import Progress
 from . import hops as _hops
 
 
@@ -115,35 +116,54 @@ def _torch_decompositions(ep, names):
 
 
 def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, capture=None,
-                        decompose=()):
+                        decompose=(), progress=None):
     """The torch.export path: capture, then (decompose: .fxir op names
     onnxc has no decomposition for) PyTorch's decompositions of those ops,
     then the higher-order and assertion ops lowered.  Returns the _Export;
-    its `decomposed` lists the ops PyTorch decomposed."""
-    from torch.export.graph_signature import InputKind, OutputKind
-
+    its `decomposed` lists the ops PyTorch decomposed.  progress (a
+    Progress) times the capture, run_decompositions when it runs, and the
+    rest ("program")."""
+    progress = progress or Progress(show=False)
     if _is_program(model):
         ep, how = model, "ExportedProgram"
     else:
-        ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
+        with progress.stage("capture") as st:
+            ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
+            st.name = "capture (%s)" % how
         if ex is not None:
             ex.capture = how
             ex.decomposed = []
             return ex
     decomposed = []
-    if decompose:
-        # A decomposition may make another op of the list (var_mean.dim
-        # becomes var_mean.correction): again, until none is left.
-        done = set()
-        for _ in range(8):
-            table = _torch_decompositions(ep, set(decompose))
-            if not table:
-                break
-            ep = ep.run_decompositions(table)
-            done |= {_op_name(t) for t in table}
-        decomposed = sorted(done)
-    elif not keep_inplace:
-        ep = ep.run_decompositions({})   # functionalizes, decomposes nothing
+    if decompose or not keep_inplace:
+        with progress.stage("run_decompositions"):
+            ep, decomposed = _decompose(ep, decompose)
+    with progress.stage("program (signature, provenance)"):
+        return _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes)
+
+
+def _decompose(ep, decompose):
+    """(ep with PyTorch's decompositions of the ops named in `decompose`,
+    or functionalized when none are named; the ops it replaced)."""
+    if not decompose:
+        return ep.run_decompositions({}), []   # functionalizes, decomposes nothing
+    # A decomposition may make another op of the list (var_mean.dim
+    # becomes var_mean.correction): again, until none is left.
+    done = set()
+    for _ in range(8):
+        table = _torch_decompositions(ep, set(decompose))
+        if not table:
+            break
+        ep = ep.run_decompositions(table)
+        done |= {_op_name(t) for t in table}
+    return ep, sorted(done)
+
+
+def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
+    """The _Export of an ExportedProgram: its higher-order and assertion
+    ops lowered, its signature read, provenance and dim names attached."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
     gm = ep.graph_module
     try:
         _hops.lower_higher_order_ops(gm)
