@@ -54,6 +54,7 @@ from .common import (  # noqa: F401
     _FX_DTYPE,
     _ST_DTYPE,
     _torch_version,
+    checkpoint_name,
     write_safetensors)
 from .dims import (  # noqa: F401
     _bind_inputs,
@@ -85,7 +86,7 @@ last_decomposed = []
 
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
            source_root=None, input_names=None, output_names=None, dynamic_axes=None,
-           save_reference=False, training=None, capture=None, decompose=(),
+           save_reference=False, training=None, capture=None, decompose=(), weights=None,
            progress=None):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
@@ -128,6 +129,11 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     (capture, run_decompositions when it runs, the program, the text, the
     weights) and shows them on standard error when asked or when the
     conversion runs long; None: timed, never shown.
+    weights: an existing safetensors file that holds every parameter and
+    buffer under its state_dict key (a checkpoint): the .fxir names it and
+    no weights file is written, so the model may be traced on fake or meta
+    tensors (a model too large to build for real).  Each key's dtype and
+    shape are checked against the file's header.
     """
     train = training_flag(training)
     if _is_program(model):
@@ -144,7 +150,7 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     try:
         return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
                        input_names, output_names, dynamic_axes, save_reference, capture,
-                       decompose, progress or Progress(show=False))
+                       decompose, weights, progress or Progress(show=False))
     finally:
         for m, mode in saved:
             m.training = mode
@@ -166,7 +172,7 @@ def training_flag(training):
 
 def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
             input_names, output_names, dynamic_axes, save_reference, capture=None,
-            decompose=(), progress=None):
+            decompose=(), weights=None, progress=None):
     global last_capture, last_decomposed
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
@@ -217,11 +223,14 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
     stem = os.path.splitext(path)[0]
     st_path = stem + ".safetensors"
     ex.weights_file = os.path.basename(st_path)
+    if weights is not None:
+        ex.weights_file = checkpoint_name(weights, ex.weights, os.path.dirname(os.path.abspath(path)))
     printer = _Printer(ex)
     with progress.stage("write .fxir text"):
         text = printer.module()
-    with progress.stage("write weights"):
-        write_safetensors(st_path, ex.weights)
+    if weights is None:
+        with progress.stage("write weights"):
+            write_safetensors(st_path, ex.weights)
     if save_reference:
         write_safetensors(stem + ".ref.safetensors",
                           _reference(ex, printer, model, args, kwargs, expected))

@@ -133,8 +133,33 @@ def write_safetensors(path, tensors, metadata=None):
     os.replace(tmp, path)
 
 
-# ---------------------------------------------------------------------------
-# printing literals
+def read_safetensors_header(path):
+    """The JSON header of a safetensors file, without reading its data."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        n = struct.unpack("<Q", head)[0] if len(head) == 8 else None
+        if n is None or n > (100 << 20):
+            raise ExportError("%s: not a safetensors file" % path)
+        return json.loads(f.read(n))
+
+
+def checkpoint_name(path, tensors, fxir_dir):
+    """How the .fxir names the existing safetensors file `path` holding
+    `tensors` ({state_dict key: tensor, real, fake or meta}): relative to
+    the .fxir's directory when inside it, else absolute.  Every key must be
+    in the file with the tensor's dtype and shape."""
+    header = read_safetensors_header(path)
+    for name, t in tensors.items():
+        e = header.get(name)
+        want = (_ST_DTYPE.get(t.dtype), list(t.shape))
+        if e is None:
+            raise ExportError("%s has no tensor %r" % (path, name))
+        if (e.get("dtype"), e.get("shape")) != want:
+            raise ExportError("%s: tensor %r is %s %s in the file, %s %s in the model"
+                              % (path, name, e.get("dtype"), e.get("shape"), want[0], want[1]))
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full, fxir_dir)
+    return full if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 def _quote_table():
     table = {ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t",
