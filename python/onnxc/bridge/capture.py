@@ -21,6 +21,7 @@ from .writer import _Export, _op_name
 from .make_fx import _trace_make_fx
 from .progress import Progress
 from . import hops as _hops
+from . import quant as _quant
 
 
 # The captures tried in turn on torch 2.x; the one that worked is named in
@@ -127,6 +128,8 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, captu
     if _is_program(model):
         ep, how = model, "ExportedProgram"
     else:
+        if _quant.is_quantized(model):   # quantized tensors become QDQ around float ops
+            model = _quant.lower(model)
         with progress.stage("capture") as st:
             ep, ex, how = _capture(model, args, kwargs, dynamic_shapes, keep_inplace, capture)
             st.name = "capture (%s)" % how

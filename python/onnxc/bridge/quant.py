@@ -1,0 +1,426 @@
+"""Quantized models: PyTorch's quantized tensors rewritten as float ops
+between decomposed quantize and dequantize ops (QDQ), before capture.
+
+A model quantized in eager mode (torch.ao.quantization.convert) or FX mode
+(quantize_fx.convert_fx) computes on quint8/qint8 tensors, which carry
+their scale and zero point at run time and have no .fxir or ONNX dtype;
+its weights hide in packed parameters.  In a statically quantized model
+every scale and zero point is fixed, so `lower` rewrites the program once,
+in one walk over its FX graph (the eager model traced with the quantized
+modules as leaves; an FX-mode model is that graph already):
+
+- a quantized tensor becomes the float tensor of its dequantized values,
+  made by `quantized_decomposed::quantize_per_tensor` (a plain u8 or i8
+  tensor) then `dequantize_per_tensor`; its (scale, zero point, dtype)
+  are known to the walk, not to the tensor;
+- a quantized conv or linear becomes the float op on that tensor and its
+  weights dequantized (`dequantize_per_channel` of the int8 weights, their
+  scales and zero points unpacked into buffers), then the requantization
+  to the module's output scale; a fused ReLU comes before it;
+- quantized add/mul/cat (and their ReLU forms), hardswish, average pools
+  and clamps: the float op, then the requantization PyTorch's kernel does
+  (to the op's scale, or to the input's for a pool or clamp);
+- ops that move or select values (max pool, relu, flatten, reshape,
+  dropout in eval mode) are exact on the dequantized values and keep the
+  input's quantization;
+- `dequantize` is its input.
+
+decomps/quantized.fxir turns the quantize and dequantize ops into ONNX
+QuantizeLinear and DequantizeLinear.  Each replacement module sits at the
+path of the module it replaces, so provenance keeps the model's paths.
+"""
+
+import operator
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+from .common import ExportError
+
+__all__ = ["is_quantized", "lower"]
+
+_QUANT_MODULES = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized",
+                  "torch.nn.quantized", "torch.nn.intrinsic.quantized")
+
+
+def _decomposed():
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 (registers the ops)
+    return torch.ops.quantized_decomposed
+
+
+def _is_quant_module(m):
+    mod = type(m).__module__
+    return mod.startswith(_QUANT_MODULES) and not mod.startswith(
+        ("torch.ao.nn.quantized.reference", "torch.ao.nn.quantized.dynamic"))
+
+
+def _quant_targets():
+    q = torch.ops.quantized
+    return {torch.quantize_per_tensor, torch.quantize_per_channel, q.add, q.add_relu,
+            q.mul, q.mul_relu, q.cat}
+
+
+def is_quantized(model):
+    """Whether the model computes on quantized tensors: it holds quantized
+    modules, or its FX graph calls torch.quantize_per_tensor or a
+    quantized:: op."""
+    if not isinstance(model, torch.nn.Module):
+        return False
+    if any(_is_quant_module(m) for m in model.modules()):
+        return True
+    if isinstance(model, torch.fx.GraphModule):
+        targets = _quant_targets()
+        return any(n.op == "call_function" and n.target in targets for n in model.graph.nodes)
+    return False
+
+
+class _Tracer(torch.fx.Tracer):
+    """symbolic_trace with every quantized module a leaf (the default
+    leaves, torch.nn's modules, stay leaves)."""
+
+    def is_leaf_module(self, m, qualname):
+        return _is_quant_module(m) or super().is_leaf_module(m, qualname)
+
+
+def _trace(model):
+    if isinstance(model, torch.fx.GraphModule):
+        return model
+    try:
+        graph = _Tracer().trace(model)
+    except Exception as e:   # noqa: BLE001 (reported with the model's name)
+        raise ExportError("quantized model %s: torch.fx could not trace it (%s: %s)"
+                          % (type(model).__name__, type(e).__name__, str(e).split("\n")[0])) \
+            from None
+    return torch.fx.GraphModule(model, graph, type(model).__name__)
+
+
+# ---------------------------------------------------------------------------
+# quantization parameters
+
+_QDTYPES = {torch.quint8: (torch.uint8, 0, 255), torch.qint8: (torch.int8, -128, 127)}
+
+
+class QParams:
+    """A per-tensor quantization: scale, zero point and the quantized dtype."""
+
+    def __init__(self, scale, zero_point, qdtype):
+        if qdtype not in _QDTYPES:
+            raise ExportError("quantized dtype %s is not supported (quint8 and qint8 are)"
+                              % qdtype)
+        self.scale = float(scale)
+        self.zero_point = int(zero_point)
+        self.qdtype = qdtype
+
+    def clamps_at_zero(self):
+        """Whether quantizing clamps below at 0 (the zero point is the
+        lowest value): then a ReLU before the quantization changes nothing."""
+        return self.zero_point == _QDTYPES[self.qdtype][1]
+
+    def args(self):
+        dt, lo, hi = _QDTYPES[self.qdtype]
+        return (self.scale, self.zero_point, lo, hi, dt)
+
+
+def _qdq(x, qp):
+    """The float values x takes once quantized with qp."""
+    qd = _decomposed()
+    q = qd.quantize_per_tensor.default(x, *qp.args())
+    return qd.dequantize_per_tensor.default(q, *qp.args())
+
+
+class _Requant(torch.nn.Module):
+    """A float function of dequantized inputs, then quantized to qp."""
+
+    def __init__(self, fn, qp, kwargs=None):
+        super().__init__()
+        self.fn, self.qp, self.kw = fn, qp, dict(kwargs or {})
+
+    def forward(self, *args):
+        return _qdq(self.fn(*args, **self.kw), self.qp)
+
+
+def _weight_buffers(mod, w):
+    """Register the int8 weight (and its scales and zero points) of the
+    quantized weight w on mod; returns how to dequantize it."""
+    mod.register_buffer("weight", w.int_repr().contiguous())
+    scheme = w.qscheme()
+    if scheme in (torch.per_channel_affine, torch.per_channel_symmetric):
+        mod.register_buffer("weight_scale", w.q_per_channel_scales().to(torch.float32))
+        mod.register_buffer("weight_zero_point", w.q_per_channel_zero_points().to(mod.weight.dtype))
+        return ("channel", int(w.q_per_channel_axis()), w.dtype)
+    if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+        return ("tensor", QParams(w.q_scale(), w.q_zero_point(), w.dtype))
+    raise ExportError("quantized weight scheme %s is not supported" % scheme)
+
+
+class _QWeighted(torch.nn.Module):
+    """A quantized conv or linear: fn(x, dequantized weight, bias), a fused
+    ReLU, then the requantization to the module's output scale."""
+
+    def __init__(self, src, fn, relu, kwargs):
+        super().__init__()
+        self.how = _weight_buffers(self, src.weight())
+        b = src.bias()
+        self.bias = None if b is None else torch.nn.Parameter(b.detach().float(),
+                                                              requires_grad=False)
+        self.fn, self.relu, self.kw = fn, relu, kwargs
+        self.qp = QParams(src.scale, src.zero_point, torch.quint8)
+
+    def dequantized_weight(self):
+        if self.how[0] == "channel":
+            dt, lo, hi = _QDTYPES[self.how[2]]
+            return _decomposed().dequantize_per_channel.default(
+                self.weight, self.weight_scale, self.weight_zero_point, self.how[1], lo, hi, dt)
+        qp = self.how[1]
+        return _decomposed().dequantize_per_tensor.default(self.weight, *qp.args())
+
+    def forward(self, x):
+        y = self.fn(x, self.dequantized_weight(), self.bias, **self.kw)
+        if self.relu and not self.qp.clamps_at_zero():
+            y = torch.relu(y)
+        return _qdq(y, self.qp)
+
+
+def _conv_fn(src):
+    if getattr(src, "padding_mode", "zeros") != "zeros":
+        raise ExportError("quantized conv with padding_mode=%r is not supported"
+                          % src.padding_mode)
+    nd = src.weight().dim() - 2
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}.get(nd)
+    if fn is None:
+        raise ExportError("quantized conv of %d spatial dims is not supported" % nd)
+    return fn, dict(stride=tuple(src.stride), padding=tuple(src.padding),
+                    dilation=tuple(src.dilation), groups=src.groups)
+
+
+def _module_rule(m):
+    """(kind, replacement) for a module called on a quantized tensor:
+    kind "quantize", "dequantize", "module" (a new module computing on the
+    dequantized values, returning its output's QParams via .qp), "keep"
+    (exact on dequantized values: the input's QParams) or "input" (the
+    float op, requantized to the input's QParams); None if unsupported."""
+    import torch.ao.nn.quantized as nnq
+    import torch.ao.nn.intrinsic.quantized as nniq
+    nn = torch.nn
+    if isinstance(m, nnq.Quantize):
+        return "quantize", QParams(m.scale, m.zero_point, m.dtype)
+    if isinstance(m, nnq.DeQuantize):
+        return "dequantize", None
+    relu_types = (nniq.ConvReLU1d, nniq.ConvReLU2d, nniq.ConvReLU3d, nniq.LinearReLU)
+    if isinstance(m, (nnq.Conv1d, nnq.Conv2d, nnq.Conv3d)):
+        fn, kw = _conv_fn(m)
+        return "module", _QWeighted(m, fn, isinstance(m, relu_types), kw)
+    if isinstance(m, nnq.Linear):
+        return "module", _QWeighted(m, F.linear, isinstance(m, relu_types), {})
+    if isinstance(m, nnq.Hardswish):
+        return "module", _Requant(F.hardswish, QParams(m.scale, m.zero_point, torch.quint8))
+    if isinstance(m, (nn.ReLU, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.Identity,
+                      nn.Dropout, nnq.Dropout, nn.Flatten)):
+        return "keep", m
+    if isinstance(m, (nnq.ReLU6, nn.ReLU6, nn.Hardtanh, nn.AdaptiveAvgPool1d,
+                      nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.AvgPool1d, nn.AvgPool2d,
+                      nn.AvgPool3d)):
+        if isinstance(m, nnq.ReLU6):
+            m = nn.ReLU6()
+        return "input", m
+    return None
+
+
+# Functions and methods on quantized tensors that keep the input's
+# quantization: exact on the dequantized values.
+_KEEP_FUNCS = {F.relu, torch.relu, F.max_pool1d, F.max_pool2d, F.max_pool3d, torch.flatten,
+               torch.reshape, torch.squeeze, torch.unsqueeze, torch.permute, torch.transpose,
+               F.dropout, operator.getitem, torch.max_pool2d, torch.chunk, torch.split}
+_KEEP_METHODS = {"relu", "flatten", "reshape", "view", "squeeze", "unsqueeze", "permute",
+                 "transpose", "contiguous", "chunk", "split", "detach"}
+# ... and those PyTorch requantizes to the input's scale (they average or
+# clamp, so the result leaves the grid).
+_INPUT_FUNCS = {F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d,
+                F.avg_pool1d, F.avg_pool2d, F.avg_pool3d, torch.mean, F.hardtanh, F.relu6,
+                torch.clamp}
+_INPUT_METHODS = {"mean", "clamp"}
+# Shapes and sizes of a quantized tensor are the float tensor's.
+_SHAPE_FUNCS = {getattr}
+_SHAPE_METHODS = {"size", "dim"}
+
+
+def _quantized_ops():
+    """{quantized:: op: (float function, takes a list, the function
+    without its ReLU)} for the ops whose scale and zero point are
+    arguments."""
+    q = torch.ops.quantized
+
+    def add_relu(a, b):
+        return torch.relu(a + b)
+
+    def mul_relu(a, b):
+        return torch.relu(a * b)
+    return {q.add: (torch.add, False, None), q.add_relu: (add_relu, False, torch.add),
+            q.mul: (torch.mul, False, None), q.mul_relu: (mul_relu, False, torch.mul),
+            q.cat: (torch.cat, True, None)}
+
+
+# ---------------------------------------------------------------------------
+# the walk
+
+class _Lowering:
+    def __init__(self, gm):
+        self.gm = gm
+        self.graph = torch.fx.Graph()
+        self.env = {}      # old node -> new node (a float tensor for quantized values)
+        self.qp = {}       # old node -> QParams of a quantized value
+        self.root = {}     # qualified name -> module or tensor of the new GraphModule
+        self.count = 0
+        self.qops = _quantized_ops()
+
+    def literal(self, a, node):
+        """A scale or zero point argument as a Python number: a literal or
+        a get_attr of a 0-d tensor."""
+        if isinstance(a, torch.fx.Node):
+            if a.op != "get_attr":
+                raise ExportError("quantized op %s: its scale or zero point is computed (%s), "
+                                  "not a constant" % (node.format_node(), a.name))
+            a = self.attr(a.target)
+        if isinstance(a, torch.Tensor):
+            a = a.item()
+        return a
+
+    def attr(self, target):
+        obj = self.gm
+        for part in target.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def mapped(self, a):
+        return torch.fx.node.map_arg(a, lambda n: self.env[n])
+
+    def quantized_inputs(self, node):
+        found = []
+        torch.fx.node.map_arg((node.args, node.kwargs),
+                              lambda n: found.append(n) if n in self.qp else None)
+        return found
+
+    def copy(self, node):
+        new = self.graph.node_copy(node, lambda n: self.env[n])
+        if node.op in ("call_module", "get_attr"):
+            self.root[node.target] = self.attr(node.target)
+        return new
+
+    def qdq(self, x, qp):
+        """Nodes quantizing x with qp and dequantizing the result."""
+        qd = _decomposed()
+        q = self.graph.call_function(qd.quantize_per_tensor.default, (x,) + qp.args())
+        return self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + qp.args())
+
+    def module_call(self, node, module, args, kwargs=None):
+        self.root[node.target] = module
+        return self.graph.call_module(node.target, tuple(args), dict(kwargs or {}))
+
+    def new_module(self, node, module, args):
+        """A replacement module for a call_function node, named after it."""
+        self.count += 1
+        name = "quantized_%s" % node.name
+        self.root[name] = module
+        return self.graph.call_module(name, tuple(args), {})
+
+    def unsupported(self, node, what):
+        raise ExportError("quantized model: %s on a quantized tensor is not supported (%s)"
+                          % (what, node.format_node()))
+
+    def run(self):
+        for node in self.gm.graph.nodes:
+            new, qp = self.lower_node(node)
+            if new is not None and node.op != "output":
+                new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
+            self.env[node] = new
+            if qp is not None:
+                self.qp[node] = qp
+        gm = torch.fx.GraphModule(self.root, self.graph, type(self.gm).__name__)
+        # The scale and zero point attributes the quantize ops read are
+        # literals now.
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        gm.eval()
+        return gm
+
+    def lower_node(self, node):
+        if node.op in ("placeholder", "get_attr", "output"):
+            return self.copy(node), None
+        if node.op == "call_module":
+            return self.lower_module(node)
+        if node.op == "call_function" and node.target in (torch.quantize_per_tensor,):
+            x, scale, zp, dt = (list(node.args) + [node.kwargs.get(k) for k in
+                                                     ("scale", "zero_point", "dtype")])[:4]
+            qp = QParams(self.literal(scale, node), self.literal(zp, node), dt)
+            return self.qdq(self.env[x], qp), qp
+        if node.op == "call_function" and node.target in self.qops:
+            return self.lower_qop(node)
+        if (node.op == "call_function" and node.target is torch.dequantize) or (
+                node.op == "call_method" and node.target == "dequantize"):
+            return self.env[node.args[0]], None
+        qin = self.quantized_inputs(node)
+        if not qin:
+            return self.copy(node), None
+        target = node.target
+        fn_table = node.op == "call_function"
+        if (fn_table and target in _SHAPE_FUNCS) or (not fn_table and target in _SHAPE_METHODS):
+            return self.copy(node), None
+        if (fn_table and target in _KEEP_FUNCS) or (not fn_table and target in _KEEP_METHODS):
+            return self.copy(node), self.qp[qin[0]]
+        if (fn_table and target in _INPUT_FUNCS) or (not fn_table and target in _INPUT_METHODS):
+            qp = self.qp[qin[0]]
+            return self.qdq(self.copy(node), qp), qp
+        self.unsupported(node, getattr(target, "__name__", str(target)))
+
+    def lower_module(self, node):
+        m = self.attr(node.target)
+        if not self.quantized_inputs(node) and not _is_quant_module(m):
+            return self.copy(node), None
+        rule = _module_rule(m)
+        if rule is None:
+            self.unsupported(node, type(m).__name__)
+        kind, obj = rule
+        x = self.env[node.args[0]]
+        if kind == "quantize":
+            return self.qdq(x, obj), obj
+        if kind == "dequantize":
+            return x, None
+        if node.args[0] not in self.qp:
+            self.unsupported(node, "%s of a float tensor" % type(m).__name__)
+        if kind == "module":
+            return self.module_call(node, obj, [x]), obj.qp
+        qp = self.qp[node.args[0]]
+        y = self.module_call(node, obj, [x])
+        if kind == "keep":
+            return y, qp
+        return self.qdq(y, qp), qp
+
+    def lower_qop(self, node):
+        fn, listed, without_relu = self.qops[node.target]
+        names = ("qx", "scale", "zero_point", "dim") if listed else ("qa", "qb", "scale",
+                                                                      "zero_point")
+        bound = dict(zip(names, node.args))
+        bound.update(node.kwargs)
+        qp_in = self.qp.get(bound["qx"][0] if listed else bound["qa"])
+        if qp_in is None:
+            self.unsupported(node, "%s of a float tensor" % node.target)
+        qp = QParams(self.literal(bound["scale"], node), self.literal(bound["zero_point"], node),
+                     qp_in.qdtype)
+        if without_relu is not None and qp.clamps_at_zero():
+            fn = without_relu
+        if listed:
+            kw = {"dim": bound.get("dim", 0)}
+            args = [self.mapped(list(bound["qx"]))]
+        else:
+            kw = {}
+            args = [self.env[bound["qa"]], self.env[bound["qb"]]]
+        return self.new_module(node, _Requant(fn, qp, kw), args), qp
+
+
+def lower(model):
+    """The float GraphModule with QDQ ops that computes what the quantized
+    model does (see the module's docstring); raises ExportError naming an
+    op it does not support."""
+    gm = _trace(model)
+    return _Lowering(gm).run()
