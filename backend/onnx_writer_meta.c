@@ -61,10 +61,10 @@ static char *prov_string(Writer *w, const Prov *p, ProvKey k, int leaf, Str lnam
 }
 
 /* PyTorch's order: namespace, class_hierarchy, name_scopes, fx_node,
- * stack_trace; then onnxc's source location and the other entries. */
-void prov_props(Writer *w, const Prov *p, Onnx__NodeProto *np)
+ * stack_trace; then onnxc's source location and the other entries.  v
+ * has room for p->nmeta + 5; returns the count. */
+static size_t prov_entries(Writer *w, const Prov *p, Onnx__StringStringEntryProto **v)
 {
-	Onnx__StringStringEntryProto **v = PTRS(w, Onnx__StringStringEntryProto, p->nmeta + 5);
 	size_t n = 0;
 	Str lname, ltarget;
 	int leaf = prov_fx_leaf(p, &lname, &ltarget);
@@ -85,8 +85,13 @@ void prov_props(Writer *w, const Prov *p, Onnx__NodeProto *np)
 	for (uint32_t i = 0; i < p->nmeta; i++)
 		if ((int)i != leaf)
 			v[n++] = rest[i];
-	np->n_metadata_props = n;
-	np->metadata_props = v;
+	return n;
+}
+
+void prov_props(Writer *w, const Prov *p, Onnx__NodeProto *np)
+{
+	np->metadata_props = PTRS(w, Onnx__StringStringEntryProto, p->nmeta + 5);
+	np->n_metadata_props = prov_entries(w, p, np->metadata_props);
 }
 
 /* ---- the program's signature on inputs, outputs and initializers ---------- */
@@ -199,6 +204,72 @@ static void value_meta(Writer *w, Onnx__GraphProto *p, SigSlot *sl, uint32_t ns)
 	hashmap_free(&by_name);
 }
 
+/* A const made from a node (fold, initializers) carries that node's
+ * provenance, as the node did. */
+static void const_prov(Writer *w, SigSlot *sl, const Prov *p)
+{
+	Onnx__StringStringEntryProto **v = PTRS(w, Onnx__StringStringEntryProto, p->nmeta + 5);
+	size_t n = prov_entries(w, p, v);
+	for (size_t i = 0; i < n; i++)
+		put_prop(w, &sl->props, v[i]->key, v[i]->value);
+}
+
+/* A name as is, or in double quotes with \" \\ \n \t escapes when it
+ * holds a space, quote, backslash, newline or tab (functionalize's form). */
+static void sig_name(FILE *f, const char *s)
+{
+	if (!strpbrk(s, " \"\\\n\t")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s == '\n' ? 'n' : *s == '\t' ? 't' : *s, f);
+	}
+	fputc('"', f);
+}
+
+/* The signature of a graph functionalize left without one (nothing is
+ * mutated): its inputs, parameters and buffers, and its outputs, all
+ * user outputs; added to the graph's metadata_props. */
+static const char *plain_signature(Writer *w, const Graph *g, Onnx__GraphProto *p)
+{
+	static const char *const kinds[] = { [VK_INPUT] = "user_input", [VK_PARAM] = "parameter",
+		[VK_BUFFER] = "buffer" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = xmemstream(&buf, &len);
+	for (uint32_t i = 0; i < g->nin + g->inits.n; i++) {
+		ValueId id = i < g->nin ? g->in[i] : g->inits.v[i - g->nin];
+		const Value *v = val(w->m, id);
+		if (v->kind != VK_INPUT && v->kind != VK_PARAM && v->kind != VK_BUFFER)
+			continue;
+		fprintf(f, "input %s ", kinds[v->kind]);
+		sig_name(f, vname(w, id));
+		if (v->kind != VK_INPUT && v->key) {
+			fputc(' ', f);
+			sig_name(f, sym_str(v->key));
+		}
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < p->n_output; i++) {
+		fputs("output user_output ", f);
+		sig_name(f, p->output[i]->name);
+		fputc('\n', f);
+	}
+	fclose(f);
+	char *s = arena_strndup(w->a, buf, len);
+	free(buf);
+	Onnx__StringStringEntryProto **mp = PTRS(w, Onnx__StringStringEntryProto, p->n_metadata_props + 1);
+	if (p->n_metadata_props)
+		memcpy(mp, p->metadata_props, p->n_metadata_props * sizeof *mp);
+	mp[p->n_metadata_props++] = kv(w, SIG_TEXT, s);
+	p->metadata_props = mp;
+	return s;
+}
+
 /* Slot i: the graph's inputs, then its initializers, then its outputs. */
 static void slot_init(SigSlot *sl, Onnx__GraphProto *p, size_t i)
 {
@@ -233,12 +304,16 @@ void signature_props(Writer *w, const Graph *g, Onnx__GraphProto *p)
 		ValueId v = i < nin ? (ValueId)hashmap_get(&values, hash_u64(key.sym), value_is, &key) : 0;
 		if (v)
 			input_kind(w, &sl[i], val(w->m, v));
+		if (v && i >= p->n_input && val(w->m, v)->prov)
+			const_prov(w, &sl[i], val(w->m, v)->prov);
 	}
 	hashmap_free(&values);
 	const char *sig = NULL;
 	for (uint32_t i = 0; i < g->nmeta; i++)
 		if (g->meta[i].key.n == strlen(SIG_TEXT) && !memcmp(g->meta[i].key.s, SIG_TEXT, g->meta[i].key.n))
 			sig = str_dup(w, g->meta[i].val);
+	if (!sig)
+		sig = plain_signature(w, g, p);
 	output_kinds(w, sig, sl + nin, p->n_output);
 	value_meta(w, p, sl, ns);
 	for (uint32_t i = 0; i < ns; i++) {

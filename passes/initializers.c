@@ -21,8 +21,9 @@
  * stay Constant nodes of its instances, so outline keeps them in the
  * function's body instead of passing them in as inputs.
  *
- * Provenance: the value keeps the node's location (an initializer has no
- * scope), as fold's large results do.  One walk over each top-level graph,
+ * Provenance: the value keeps the node's location and provenance
+ * (value_to_const), as fold's large results do; the writer puts the
+ * provenance on the initializer's metadata_props.  One walk over each top-level graph,
  * with a bitmap of its outputs: linear time. */
 #include <stdlib.h>
 #include "passes.h"
