@@ -141,7 +141,7 @@ def _external_flag(external_data):
 def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=None,
            output_names=None, opset=18, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None,
-           progress=None):
+           progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -166,10 +166,19 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       with batch statistics, the updated running statistics
                       as extra outputs, Dropout in training mode) or PRESERVE
                       (None, "preserve": the model's own mode)
+      export_params   False: parameters and state_dict buffers are graph
+                      inputs named by their state_dict keys, after the
+                      model's inputs in state_dict order, not initializers
+      custom_opsets   {"domain": version}: the opset version imported for
+                      a custom domain (default 1); see allow_custom_ops
     onnxc's own:
       optimize        "O0", "O1" or "O2" (default)
       outline         True: nn.Modules become ONNX local functions; a list of
                       class names (or classes): only those
+      allow_custom_ops  True: calls with no decomposition (aten::, a custom
+                      op's namespace) stay as nodes of the domain named by
+                      their namespace (-allow-custom-ops, docs/exporter.md)
+                      instead of failing the conversion
       capture         torch 2.x: None (default) tries torch.export, then
                       torch.export with TorchDynamo ("torch.export (strict)"),
                       then "make_fx", then "draft_export", and keeps the first
@@ -181,11 +190,18 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       never
 
     `model` may also be a torch.export.ExportedProgram (args None: its
-    example inputs).
+    example inputs), or a torch.jit.script / torch.jit.trace result (torch
+    2.x: converted to an ExportedProgram).  As in torch.onnx.export, args
+    ending in a dict (without kwargs) passes that dict as keyword
+    arguments, and torch.onnx.is_in_onnx_export() is True while the model
+    is traced.  Every failure is a ConversionError; an error raised while
+    tracing is its __cause__.
     """
     onnxc = find_onnxc()
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
-                + _external_flag(external_data))
+                + _external_flag(external_data)
+                + (["-allow-custom-ops"] if allow_custom_ops else []))
+    opset_lines = _custom_opset_lines(custom_opsets)
     report_path = None
     if report and (isinstance(report, str) or f is not None):
         report_path = report if isinstance(report, str) else os.path.splitext(f)[0] + "_report.md"
@@ -212,17 +228,16 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                                      dynamic_shapes=dynamic_shapes, input_names=input_names,
                                      output_names=output_names, dynamic_axes=dynamic_axes,
                                      training=training, capture=capture, decompose=decompose,
-                                     progress=shown)
-            except bridge.ExportError as e:
+                                     progress=shown, export_params=export_params)
+                if opset_lines:
+                    text = _add_opsets(fxir, text, opset_lines)
+            except Exception as e:   # noqa: BLE001 (each reaches the caller as a ConversionError)
                 steps.append((trace_step, False, time.perf_counter() - t0))
-                err = ConversionError("export: %s" % e, diagnostics=str(e))
-                _write_report(report_path, steps, str(e), None, None, None)
-                raise err from None
-            except Exception as e:
-                steps.append((trace_step, False, time.perf_counter() - t0))
-                _write_report(report_path, steps, "%s: %s" % (type(e).__name__, e), None, None,
-                              None)
-                raise
+                msg = _bridge_message(bridge, e)
+                _write_report(report_path, steps, msg, None, None, None)
+                # The error PyTorch raised, when the bridge's own one wraps it.
+                cause = e.__cause__ if isinstance(e, bridge.ExportError) and e.__cause__ else e
+                raise ConversionError("export: %s" % msg, diagnostics=msg) from cause
             trace_step = "trace the model (onnxc.bridge, capture: %s)" % bridge.last_capture
             if bridge.last_decomposed:
                 trace_step += "; PyTorch's decompositions for %s" % ", ".join(bridge.last_decomposed)
@@ -237,7 +252,12 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
             # PyTorch's decomposition of it, while that makes progress.
             missing = sorted(set(re.findall(r"error: no decomposition for ([a-z_]+::[\w.]+)",
                                             p.stderr)) - set(decompose))
-            if ok or not missing or len(decompose) > 200:
+            if ok and allow_custom_ops:
+                # aten:: ops kept as custom ops that PyTorch may decompose
+                missing = sorted(set(re.findall(
+                    r"warning: no decomposition for (aten::[\w.]+); kept as a custom op",
+                    p.stderr)) - set(decompose))
+            if (ok and not allow_custom_ops) or not missing or len(decompose) > 200:
                 break
             decompose = sorted(set(decompose) | set(missing))
             if not _may_decompose(bridge):
@@ -272,6 +292,50 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
             shutil.rmtree(work, ignore_errors=True)
         if owned is not None:
             shutil.rmtree(owned, ignore_errors=True)
+
+
+def _bridge_message(bridge, e):
+    """The text of a failure while tracing: the bridge's own message, or
+    PyTorch's error named by its type, with the model's line when the
+    traceback has one."""
+    if isinstance(e, bridge.ExportError):
+        return str(e)
+    from .bridge.meta import _user_frame
+    where = _user_frame(e)
+    return "%s: %s%s" % (type(e).__name__, str(e).strip(), "\n  at %s" % where if where else "")
+
+
+def _custom_opset_lines(custom_opsets):
+    """`opset DOMAIN N` lines for the .fxir module from custom_opsets."""
+    if not custom_opsets:
+        return []
+    if not isinstance(custom_opsets, dict):
+        raise ConversionError("custom_opsets must be a dict {domain: version}, not %r"
+                              % (custom_opsets,))
+    lines = []
+    for dom, ver in custom_opsets.items():
+        if (not isinstance(dom, str) or not re.fullmatch(r"[A-Za-z_][\w.]*", dom)
+                or dom in ("", "onnx", "ai.onnx")):
+            raise ConversionError("custom_opsets: %r is not a custom domain name (the default "
+                                  "domain's version is opset=)" % (dom,))
+        if isinstance(ver, bool) or not isinstance(ver, int) or ver < 1:
+            raise ConversionError("custom_opsets[%r]: the version must be an int >= 1, not %r"
+                                  % (dom, ver))
+        lines.append("  opset %s %d" % (dom, ver))
+    return lines
+
+
+def _add_opsets(fxir, text, lines):
+    """The .fxir text with `opset` lines after its `weights` line (the
+    module's opset imports), written back to fxir."""
+    head, sep, rest = text.partition("\n  weights ")
+    if not sep:
+        raise ConversionError("custom_opsets: the traced program has no weights line")
+    line_end = rest.index("\n") + 1
+    text = head + sep + rest[:line_end] + "\n".join(lines) + "\n" + rest[line_end:]
+    with open(fxir, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    return text
 
 
 def _may_decompose(bridge):

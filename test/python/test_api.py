@@ -300,8 +300,9 @@ class ApiTest(TempDirTest):
                          ["If", "Loop"])
         for x, n in ((x, n), (-x, torch.tensor(0)), (-x, torch.tensor(5))):
             self.check_runs(model, f, {"x": x.numpy(), "n": n.numpy()}, (x, n))
-        with self.assertRaises(TypeError):
+        with self.assertRaises(onnxc.ConversionError) as cm:
             onnxc.export(BadBranches(), (x,), self.path("bad.onnx"))
+        self.assertIsInstance(cm.exception.__cause__, TypeError)   # onnxc.control's error
 
     def test_op_without_results(self):
         model, x = UnbindsNothing(), torch.randn(3, 4)

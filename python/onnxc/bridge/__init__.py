@@ -70,6 +70,7 @@ from .make_fx import (  # noqa: F401
 from .capture import (  # noqa: F401
     CAPTURES,
     _trace_torch_export)
+from . import compat
 from .progress import Progress  # noqa: F401
 
 
@@ -87,7 +88,7 @@ last_decomposed = []
 def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=True,
            source_root=None, input_names=None, output_names=None, dynamic_axes=None,
            save_reference=False, training=None, capture=None, decompose=(), weights=None,
-           progress=None):
+           progress=None, export_params=True):
     """Trace `model(*args, **kwargs)` and write `path` (.fxir) and the
     safetensors file beside it (same stem).  Returns the .fxir text.
 
@@ -134,8 +135,17 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     no weights file is written, so the model may be traced on fake or meta
     tensors (a model too large to build for real).  Each key's dtype and
     shape are checked against the file's header.
+    export_params: False makes parameters and state_dict buffers graph
+    inputs (after the model's, in state_dict order) instead of weights.
+    A torch.jit.script / torch.jit.trace result is converted to an
+    ExportedProgram first (compat.script_to_program, torch 2.x); args
+    ending in a dict are keyword arguments as torch.onnx.export reads them
+    (compat.split_kwargs); torch.onnx.is_in_onnx_export() is True while
+    the model is traced.
     """
     train = training_flag(training)
+    args, kwargs, model, train, input_names = compat.prepare(model, args, kwargs, train,
+                                                             input_names)
     if _is_program(model):
         if args is None:
             args, kwargs = model.example_inputs or ((), None)
@@ -148,9 +158,11 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     if capture is not None and capture not in CAPTURES:
         raise ExportError("capture must be one of %s, not %r" % (", ".join(CAPTURES), capture))
     try:
-        return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
-                       input_names, output_names, dynamic_axes, save_reference, capture,
-                       decompose, weights, progress or Progress(show=False))
+        with compat.onnx_export_flag(), compat.InputWatch(model):
+            return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace,
+                           source_root, input_names, output_names, dynamic_axes,
+                           save_reference, capture, decompose, weights,
+                           progress or Progress(show=False), export_params)
     finally:
         for m, mode in saved:
             m.training = mode
@@ -172,7 +184,7 @@ def training_flag(training):
 
 def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
             input_names, output_names, dynamic_axes, save_reference, capture=None,
-            decompose=(), weights=None, progress=None):
+            decompose=(), weights=None, progress=None, export_params=True):
     global last_capture, last_decomposed
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
@@ -215,6 +227,8 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
     ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in
                          (model.named_modules() if hasattr(model, "named_modules") else ())
                          for b in getattr(mod, "_non_persistent_buffers_set", ())}
+    if not export_params:
+        compat.params_as_inputs(ex, model)
     ex.module_name = type(model).__name__
     cls = type(model)
     ex.root_class = "%s.%s" % (cls.__module__, cls.__qualname__)

@@ -133,8 +133,10 @@ def _bind_inputs(model, args, kwargs):
     sig = inspect.signature(model.forward)
     bound = sig.bind(*args, **(kwargs or {}))
     named = []
+    skipped = False   # a parameter left to its default: later ones go by keyword
     for pname, p in sig.parameters.items():
         if pname not in bound.arguments:
+            skipped = True
             continue
         v = bound.arguments[pname]
         if p.kind == inspect.Parameter.VAR_POSITIONAL:
@@ -143,7 +145,7 @@ def _bind_inputs(model, args, kwargs):
         elif p.kind == inspect.Parameter.VAR_KEYWORD:
             for k, a in v.items():
                 named.append((k, a, "kw"))
-        elif p.kind == inspect.Parameter.KEYWORD_ONLY:
+        elif p.kind == inspect.Parameter.KEYWORD_ONLY or skipped:
             named.append((pname, v, "kw"))
         else:
             named.append((pname, v, "pos"))
@@ -214,7 +216,10 @@ def _flatten_spec(name, spec, out):
 
 
 def _check_dynamic(ex, phs, nweights, dyn, leaves):
-    """Refuse dims the tracer specialized; warn about guards on named dims."""
+    """Refuse dims the tracer specialized; warn about guards on named dims.
+    A guard that bounds one named dim narrows its range: the ranges are
+    what the graph's range_constraints metadata says (ex.ranges) and what
+    the one warning a dim gets says, so both tell the same bound."""
     env = None
     named_syms = {k for k, v in ex.dims.names.items() if isinstance(v, str)}
     for li, dims in dyn.items():
@@ -229,6 +234,7 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
             if sd is not None and hasattr(sd, "get_pyobj"):
                 env = getattr(sd.get_pyobj(), "shape_env", env)
     seen, said = set(), set()
+    bounds = {}   # dim name -> [lower, upper or None]
     for guard in getattr(env, "guards", []) or []:
         expr, value = guard[0], guard[1]
         syms = {str(s): s for s in getattr(expr, "free_symbols", ())}
@@ -250,11 +256,66 @@ def _check_dynamic(ex, phs, nweights, dyn, leaves):
                 "that it does not need the exact size (for example reshape with -1)"
                 % (name, ", ".join("dim %d of input %r" % (d, i) for i, d in where),
                    size, size, _guard_text(expr, value, syms, ex.dims.names), name))
+        bound = _bound_of(expr, value, syms, ex.dims.names)
+        if bound is not None:
+            name, lo, hi = bound
+            have = bounds.setdefault(name, [2, None])
+            have[0] = max(have[0], lo) if lo is not None else have[0]
+            have[1] = hi if have[1] is None else (min(have[1], hi) if hi is not None else have[1])
+            continue
         text = _condition_text(expr, value, syms, ex.dims.names)
         if text in said:
             continue
         said.add(text)
         print("fxir_export: warning: the graph is valid only where %s" % text, file=sys.stderr)
+    for name, (lo, hi) in bounds.items():
+        ex.ranges[name] = (str(lo), "int_oo" if hi is None else str(hi))
+        print("fxir_export: warning: the graph is valid only where %s" % _range_text(name, lo, hi),
+              file=sys.stderr)
+
+
+def _bound_of(expr, value, syms, names):
+    """(dim name, lower or None, upper or None): the integer bounds a guard
+    puts on one named dim (`seq < 256` for `seq >= 256` being False gives
+    upper 255), or None when the guard is not such a bound."""
+    if len(syms) != 1:
+        return None
+    (sname, sym), = syms.items()
+    name = names.get(sname)
+    if not isinstance(name, str):
+        return None
+    try:
+        import math
+        import sympy
+        cond = expr if bool(value) else sympy.Not(expr)
+        if not isinstance(cond, sympy.core.relational.Relational):
+            cond = sympy.simplify(cond)
+        if not isinstance(cond, sympy.core.relational.Relational):
+            return None
+        real = sympy.Symbol("d", real=True)
+        iv = sympy.solve_univariate_inequality(cond.subs(sym, real), real, relational=False)
+        if not isinstance(iv, sympy.Interval):
+            return None
+        lo = hi = None
+        if iv.start.is_finite:
+            lo = math.ceil(iv.start)
+            lo += 1 if iv.left_open and lo == iv.start else 0
+        if iv.end.is_finite:
+            hi = math.floor(iv.end)
+            hi -= 1 if iv.right_open and hi == iv.end else 0
+        return name, lo, hi
+    except Exception:   # noqa: BLE001 (not a bound sympy can solve: warn with the text)
+        return None
+
+
+def _range_text(name, lo, hi):
+    """`seq <= 255`, `4 <= seq <= 255`, `seq >= 4`: a dim's range as a
+    condition (sizes below 2 are never traced)."""
+    if hi is None:
+        return "%s >= %d" % (name, lo)
+    if lo <= 2:
+        return "%s <= %d" % (name, hi)
+    return "%d <= %s <= %d" % (lo, name, hi)
 
 
 def _condition_text(expr, value, syms, names):
