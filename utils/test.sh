@@ -315,6 +315,13 @@ header "python (torch 2.x): test/python/test_api.py in $VENV"
 counted "python (torch 2.x)" "rerun with $VPY test/python/test_api.py -v -k NAME" \
   env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_api.py
 
+# ---- 6b''. torch.onnx.export's behaviours around the trace, on both torches ----
+header "python: test/python/test_compat.py (torch 1.13, then torch 2.x)"
+counted "python compat" "rerun with -v -k NAME for the failing test" \
+  env ONNXC="$REPO/build/onnxc" "$PY" test/python/test_compat.py
+counted "python compat (torch 2.x)" "rerun with $VPY test/python/test_compat.py -v -k NAME" \
+  env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_compat.py
+
 # ---- 6c. the exporter's contract ----
 header "contract: test/contract/run_contract.py"
 counted contract "rerun with -v -k NAME for the failing test" \
