@@ -40,6 +40,13 @@ def main(argv=None):
                    help="torch 2.x: trace with this capture only (default: each in turn "
                         "until one works)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-export-params", dest="export_params", action="store_false",
+                   help="parameters and state_dict buffers as graph inputs (after the model's, "
+                        "in state_dict order), not initializers")
+    p.add_argument("--allow-custom-ops", action="store_true",
+                   help="keep calls with no decomposition as nodes of their namespace's domain")
+    p.add_argument("--custom-opset", action="append", metavar="DOMAIN:VERSION",
+                   help="the opset version imported for a custom domain (default 1; repeatable)")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("--progress", dest="progress", action="store_const", const=True,
                        default=None, help="show each stage and its time on standard error "
@@ -63,13 +70,21 @@ def main(argv=None):
             dyn.setdefault(name, {})[int(dim)] = dname
         except ValueError:
             p.error("--dynamic wants INPUT:DIM:NAME, not %r" % spec)
+    opsets = {}
+    for spec in a.custom_opset or []:
+        dom, _, ver = spec.rpartition(":")
+        if not dom or not ver.isdigit():
+            p.error("--custom-opset wants DOMAIN:VERSION, not %r" % spec)
+        opsets[dom] = int(ver)
     try:
         export(model, tuple(inputs), a.output, dynamic_shapes=dyn or None,
                input_names=a.input_names.split(",") if a.input_names else None,
                output_names=a.output_names.split(",") if a.output_names else None,
                opset=a.opset, optimize="O" + a.optimize, outline=a.outline,
                report=a.report or None, external_data=a.external_data or None,
-               training=a.training, capture=a.capture, progress=a.progress)
+               training=a.training, capture=a.capture, progress=a.progress,
+               export_params=a.export_params, allow_custom_ops=a.allow_custom_ops,
+               custom_opsets=opsets or None)
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1

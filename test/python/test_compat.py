@@ -196,6 +196,30 @@ class CompatTest(TempDirTest):
         self.export_quiet(model, (x,), f2)
         self.assertEqual([i.name for i in onnx.load(f2).graph.input], ["x"])
 
+    def test_command_line_options(self):
+        """python3 -m onnxc --no-export-params, --allow-custom-ops and
+        --custom-opset DOMAIN:VERSION (the last two: the domain import is
+        written; a bad spelling is a usage error)."""
+        from onnxc.__main__ import main as cli
+        src = self.path("net.py")
+        with open(src, "w") as fh:
+            fh.write("import torch\n\nclass Net(torch.nn.Module):\n"
+                     "    def __init__(self):\n        super().__init__()\n"
+                     "        self.fc = torch.nn.Linear(4, 2)\n\n"
+                     "    def forward(self, x):\n        return self.fc(x)\n")
+        f = self.path("net.onnx")
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            rc = cli(["--module", src + ":Net", "--input-shape", "3,4", "-o", f,
+                      "--no-export-params", "--allow-custom-ops", "--custom-opset", "my.domain:2"])
+        self.assertEqual(rc, 0)
+        m = onnx.load(f)
+        self.assertEqual([i.name for i in m.graph.input], ["x", "fc.weight", "fc.bias"])
+        self.assertEqual(len(m.graph.initializer), 0)
+        self.assertEqual({o.domain: o.version for o in m.opset_import}.get("my.domain"), 2)
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            cli(["--module", src + ":Net", "--input-shape", "3,4", "-o", f,
+                 "--custom-opset", "my.domain"])
+
     # ---- custom ops ----
 
     @unittest.skipUnless(TORCH2 and hasattr(torch, "library")
