@@ -162,6 +162,7 @@ typedef struct Run {
 	uint32_t *uses;             /* remaining uses by ValueId */
 	RtObserve observe;          /* may be NULL */
 	void *octx;
+	int lazy;                   /* main-graph initializers are read at first use */
 } Run;
 
 static void count_use(ValueId v, void *ctx)
@@ -201,24 +202,40 @@ static void each_use_deep(const Node *n, void (*f)(ValueId, void *), void *ctx)
 	node_each_subgraph(n, deep_graph, &d);
 }
 
+static Status bind_init(Run *r, ValueId id)
+{
+	const Value *v = val(r->m, id);
+	if (v->kind == VK_CONST)
+		r->vals[id] = v->init ? rt_from_ir(v->loc, v->init) : NULL;
+	else
+		r->vals[id] = rt_weight(&r->weights, id);
+	if (!r->vals[id]) {
+		if (!diag_error_count())
+			diag_error(v->loc, "constant '%s' has no tensor", sym_str(v->name));
+		return FAILED;
+	}
+	if (r->observe && v->kind == VK_CONST)
+		r->observe(r->octx, id, NULL, r->vals[id]);
+	return OK;
+}
+
 static Status bind_inits(Run *r, const Graph *g)
 {
-	for (uint32_t i = 0; i < g->inits.n; i++) {
-		ValueId id = g->inits.v[i];
-		const Value *v = val(r->m, id);
-		if (v->kind == VK_CONST)
-			r->vals[id] = v->init ? rt_from_ir(v->loc, v->init) : NULL;
-		else
-			r->vals[id] = rt_weight(&r->weights, id);
-		if (!r->vals[id]) {
-			if (!diag_error_count())
-				diag_error(v->loc, "constant '%s' has no tensor", sym_str(v->name));
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		if (bind_init(r, g->inits.v[i]) != OK)
 			return FAILED;
-		}
-		if (r->observe && v->kind == VK_CONST)
-			r->observe(r->octx, id, NULL, r->vals[id]);
-	}
 	return OK;
+}
+
+/* A main-graph initializer not read yet (lazy runs): read now.  It is
+ * freed after its last use like any value, so a run holds the weights of
+ * the nodes it is at, not all of them. */
+static Status bind_lazy(Run *r, ValueId id)
+{
+	ValueKind kind = val(r->m, id)->kind;
+	if (!r->lazy || r->vals[id] || (kind != VK_CONST && kind != VK_PARAM && kind != VK_BUFFER))
+		return OK;
+	return bind_init(r, id);
 }
 
 /* Positional arguments of an ONNX node are values or `none`. */
@@ -229,6 +246,8 @@ static Status gather_inputs(Run *r, const Node *n, RTensor **in)
 		in[i] = NULL;
 		if (a->kind == A_NONE)
 			continue;
+		if (a->kind == A_VALUE && bind_lazy(r, a->u.v) != OK)
+			return FAILED;
 		if (a->kind != A_VALUE || !r->vals[a->u.v]) {
 			diag_error(n->loc, "%s::%s: input %u is not a tensor the runtime has computed", sym_str(n->domain),
 				sym_str(n->name), i);
@@ -475,7 +494,10 @@ static Status run_nodes(Run *r, const RTensor *const *feeds)
 		if (val(r->m, id)->kind == VK_INPUT && !(r->vals[id] = rt_copy(val(r->m, id)->loc, feeds[k++])))
 			return FAILED;
 	}
-	if (bind_inits(r, r->g) != OK)
+	/* An observer sees every constant up front; otherwise initializers
+	 * are read when first used. */
+	r->lazy = !r->observe;
+	if (!r->lazy && bind_inits(r, r->g) != OK)
 		return FAILED;
 	for (const Node *n = r->g->first; n; n = n->next)
 		each_use_deep(n, count_use, r);
@@ -484,6 +506,9 @@ static Status run_nodes(Run *r, const RTensor *const *feeds)
 		r->uses[r->g->out[i]]++;
 	for (const Node *n = r->g->first; n; n = n->next)
 		if (run_node(r, n, 1) != OK)
+			return FAILED;
+	for (uint32_t i = 0; i < r->g->nout; i++)
+		if (bind_lazy(r, r->g->out[i]) != OK)
 			return FAILED;
 	return OK;
 }
@@ -497,7 +522,7 @@ Status rt_run_graph_observe(Module *m, const char *weights_dir, RTensor *const *
 			    RtObserve observe, void *octx)
 {
 	Run r = { m, m->graphs.v[0], { m, weights_dir ? weights_dir : ".", NULL }, rt_module_opset(m), NULL, NULL,
-		  observe, octx };
+		  observe, octx, 0 };
 	r.vals = xcalloc(m->vals.n, sizeof *r.vals);
 	r.uses = xcalloc(m->vals.n, sizeof *r.uses);
 	Status s = run_nodes(&r, (const RTensor *const *)feeds);

@@ -290,24 +290,40 @@ static Status mm_plan(const KCtx *k, const RTensor *a, const RTensor *b, MM *p, 
 	return OK;
 }
 
+/* Floats: row t of b is decoded once and added into every row of the
+ * block's result, reading b in its own order; each sum still runs over t
+ * in order, so the values are those of one dot product at a time. */
+static void mm_block_f(const MM *p, const RTensor *a, int64_t ao, const RTensor *b, int64_t bo, RTensor *c, int64_t co)
+{
+	double *acc = xcalloc((size_t)(p->m * p->n) + 1, sizeof *acc);
+	double *row = xmalloc(((size_t)p->n + 1) * sizeof *row);
+	for (int64_t t = 0; t < p->k; t++) {
+		for (int64_t j = 0; j < p->n; j++)
+			row[j] = rt_get_f(b, bo + t * p->n + j);
+		for (int64_t i = 0; i < p->m; i++) {
+			double x = rt_get_f(a, ao + i * p->k + t), *r = acc + i * p->n;
+			for (int64_t j = 0; j < p->n; j++)
+				r[j] += x * row[j];
+		}
+	}
+	for (int64_t i = 0; i < p->m * p->n; i++)
+		rt_set_f(c, co + i, acc[i]);
+	free(acc);
+	free(row);
+}
+
 static void mm_block(const MM *p, const RTensor *a, int64_t ao, const RTensor *b, int64_t bo, RTensor *c, int64_t co)
 {
-	int is_f = dtype_is_float(a->dtype);
+	if (dtype_is_float(a->dtype)) {
+		mm_block_f(p, a, ao, b, bo, c, co);
+		return;
+	}
 	for (int64_t i = 0; i < p->m; i++)
 		for (int64_t j = 0; j < p->n; j++) {
-			double fs = 0;
 			uint64_t is = 0;
-			for (int64_t t = 0; t < p->k; t++) {
-				int64_t x = ao + i * p->k + t, y = bo + t * p->n + j;
-				if (is_f)
-					fs += rt_get_f(a, x) * rt_get_f(b, y);
-				else
-					is += (uint64_t)rt_get_i(a, x) * (uint64_t)rt_get_i(b, y);
-			}
-			if (is_f)
-				rt_set_f(c, co + i * p->n + j, fs);
-			else
-				rt_set_i(c, co + i * p->n + j, (int64_t)is);
+			for (int64_t t = 0; t < p->k; t++)
+				is += (uint64_t)rt_get_i(a, ao + i * p->k + t) * (uint64_t)rt_get_i(b, bo + t * p->n + j);
+			rt_set_i(c, co + i * p->n + j, (int64_t)is);
 		}
 }
 

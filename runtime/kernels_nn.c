@@ -1,5 +1,6 @@
 /* kernels_nn.c - the network ops a lowered PyTorch model meets besides
- * elementwise math: Softmax, LogSoftmax, LayerNormalization, Gemm.
+ * elementwise math: Softmax, LogSoftmax, LayerNormalization, Gemm,
+ * GlobalAveragePool.
  *
  * Floats only, computed in double.  Softmax subtracts the row's maximum
  * before exponentiating so large inputs do not overflow.
@@ -199,12 +200,39 @@ static Status k_gemm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 	return OK;
 }
 
+/* ---- GlobalAveragePool -------------------------------------------------------- */
+
+/* [N, C, D1, ...] -> [N, C, 1, ...]: the mean of each (n, c) plane. */
+static Status k_global_avg_pool(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need_float(k, in, nin, 1) != OK)
+		return FAILED;
+	const RTensor *x = in[0];
+	if (x->rank < 2)
+		return rt_fail(k, "input must have rank 2 or more, not %d", x->rank);
+	int64_t shape[RT_MAX_RANK];
+	for (int32_t d = 0; d < x->rank; d++)
+		shape[d] = d < 2 ? x->shape[d] : 1;
+	if (!(*out = rt_new(k->n->loc, x->dtype, x->rank, shape)))
+		return FAILED;
+	int64_t planes = x->shape[0] * x->shape[1], size = planes ? x->numel / planes : 0;
+	for (int64_t p = 0; p < planes; p++) {
+		double s = 0;
+		for (int64_t i = 0; i < size; i++)
+			s += rt_get_f(x, p * size + i);
+		rt_set_f(*out, p, size ? s / (double)size : NAN);
+	}
+	return OK;
+}
+
 Kernel rt_nn_kernel(OpId op)
 {
 	switch (op) {
 	case OP_ONNX_Softmax: case OP_ONNX_LogSoftmax: return k_softmax;
 	case OP_ONNX_LayerNormalization: return k_layernorm;
 	case OP_ONNX_Gemm: return k_gemm;
+	case OP_ONNX_GlobalAveragePool: return k_global_avg_pool;
 	default: return NULL;
 	}
 }
