@@ -90,6 +90,10 @@ class ChangesInputs(torch.nn.Module):
         return d["a"] + 1
 
 
+def relu_times(a, b):
+    return torch.relu(a) * b + 1
+
+
 def run_onnx(f, feeds):
     return list(ortlib.run(f, {k: np.asarray(v) for k, v in feeds.items()}).values())
 
@@ -124,6 +128,14 @@ class CompatTest(TempDirTest):
             self.assertEqual([i.name for i in onnx.load(f).graph.input], ["x"], how)
             x2 = torch.randn(2, 4)
             self.check_runs(model, f, {"x": x2.numpy()}, (x2,))
+        # A ScriptFunction too.
+        fn = torch.jit.script(relu_times)
+        a, b = torch.randn(2, 3), torch.randn(2, 3)
+        f = self.path("fn.onnx")
+        self.export_quiet(fn, (a, b), f)
+        self.assertEqual([i.name for i in onnx.load(f).graph.input], ["a", "b"])
+        got = run_onnx(f, {"a": a.numpy(), "b": b.numpy()})[0]
+        self.assertLess(float(np.abs(got - relu_times(a, b).numpy()).max()), 1e-6)
 
     def test_script_module_refused_is_a_conversion_error(self):
         """A ScriptModule the converter refuses (here: a branch on a float
