@@ -294,13 +294,18 @@ class CompatTest(TempDirTest):
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
     def test_automatic_dim_names(self):
-        """Dim.AUTO and Dim.DYNAMIC name a dim INPUT_dimD; None keeps it
-        static, as torch.export does; the file runs at other sizes."""
+        """Dim.AUTO and Dim.DYNAMIC name a dim INPUT_dimD, in the dict form
+        and the tuple form of a tensor's dims (the tuple form was left with
+        torch's symbol, s31); None keeps it static, as torch.export does;
+        the file runs at other sizes."""
         from torch.export import Dim
         model = torch.nn.Sequential(torch.nn.Linear(4, 3)).eval()
         x = torch.randn(3, 4)
+        # A tensor's dims as a dict, or as a tuple or list with one entry a
+        # dim (torch.export takes both).
         for spec, want in (({0: Dim.AUTO}, ["input_dim0", 4]), ({0: Dim.DYNAMIC}, ["input_dim0", 4]),
-                           ({0: None}, [3, 4])):
+                           ({0: None}, [3, 4]), ((Dim.AUTO, None), ["input_dim0", 4]),
+                           ([Dim.DYNAMIC, Dim.STATIC], ["input_dim0", 4]), (("rows", 4), ["rows", 4])):
             f = self.path("auto.onnx")
             self.export_quiet(model, (x,), f, dynamic_shapes={"input": spec})
             m = onnx.load(f)
@@ -309,6 +314,16 @@ class CompatTest(TempDirTest):
                 self.assertEqual(dims(m.graph.output[0]), [want[0], 3])
                 x7 = torch.randn(7, 4)
                 self.check_runs(model, f, {"input": x7.numpy()}, (x7,))
+
+    def test_dims_as_a_tuple(self):
+        """A tensor's dims given as a tuple of names (None static): the
+        named dim is dynamic on either torch."""
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3)).eval()
+        f = self.path("tuple.onnx")
+        self.export_quiet(model, (torch.randn(3, 4),), f, dynamic_shapes={"input": ("n", None)})
+        self.assertEqual(dims(onnx.load(f).graph.input[0]), ["n", 4])
+        x = torch.randn(6, 4)
+        self.check_runs(model, f, {"input": x.numpy()}, (x,))
 
     # ---- errors, args ending in kwargs, changed inputs ----
 

@@ -159,8 +159,8 @@ def _dim_name(spec, leaf, d):
     """The name of dim d of input `leaf` given as spec: a string, a
     torch.export.Dim's name, or for Dim.AUTO / Dim.DYNAMIC `LEAF_dimD`.
     None for Dim.STATIC and None (not dynamic)."""
-    if spec is None:
-        return None
+    if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
+        return None   # static (an int is the size torch.export is told)
     if isinstance(spec, str):
         return spec
     hint = type(spec).__name__ == "_DimHint" or str(spec).startswith("DimHint(")
@@ -194,7 +194,7 @@ def _dynamic_for_leaves(dynamic_shapes, named, leaves):
             continue
         # a structure matching the argument: flatten it alongside
         sub = []
-        _flatten_spec(key, spec, sub)
+        _flatten_spec(key, spec, sub, leaf_index)
         for lname, dims in sub:
             if lname not in leaf_index:
                 raise ExportError("dynamic_shapes: no tensor input named %r" % lname)
@@ -202,15 +202,20 @@ def _dynamic_for_leaves(dynamic_shapes, named, leaves):
     return result
 
 
-def _flatten_spec(name, spec, out):
+def _flatten_spec(name, spec, out, leaf_index=()):
+    """(leaf name, {dim: spec}) for each tensor a spec describes.  A tensor's
+    dims are a dict, or (torch.export's other form) a tuple or list with
+    one entry a dim."""
     if isinstance(spec, dict) and all(isinstance(k, int) for k in spec):
         out.append((name, spec))
+    elif isinstance(spec, (list, tuple)) and name in leaf_index:
+        out.append((name, dict(enumerate(spec))))
     elif isinstance(spec, dict):
         for k, v in spec.items():
-            _flatten_spec("%s_%s" % (name, k), v, out)
+            _flatten_spec("%s_%s" % (name, k), v, out, leaf_index)
     elif isinstance(spec, (list, tuple)):
         for i, v in enumerate(spec):
-            _flatten_spec("%s_%d" % (name, i), v, out)
+            _flatten_spec("%s_%d" % (name, i), v, out, leaf_index)
     # The graph is only read from here on: no recompile (it costs as much as
     # printing the whole program).
 
