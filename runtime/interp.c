@@ -205,10 +205,9 @@ static void each_use_deep(const Node *n, void (*f)(ValueId, void *), void *ctx)
 static Status bind_init(Run *r, ValueId id)
 {
 	const Value *v = val(r->m, id);
-	if (v->kind == VK_CONST)
-		r->vals[id] = v->init ? rt_from_ir(v->loc, v->init) : NULL;
-	else
-		r->vals[id] = rt_weight(&r->weights, id);
+	/* A copy: the pages of the weights file or external data it was read
+	 * from are released (rt_value_tensor). */
+	r->vals[id] = v->kind != VK_CONST || v->init ? rt_value_tensor(&r->weights, id) : NULL;
 	if (!r->vals[id]) {
 		if (!diag_error_count())
 			diag_error(v->loc, "constant '%s' has no tensor", sym_str(v->name));
