@@ -33,8 +33,8 @@ const char *pipeline_for_level(int level)
 {
 	switch (level) {
 	case 0: return "functionalize,decompose";
-	case 1: return "functionalize,decompose,cse,[simplify,fold,cse,dce]";
-	default: return "functionalize,decompose,cse,simplify,fold,shape_consts,cse,[fuse,dce,simplify,fold,initializers,cse,dce]";
+	case 1: return "functionalize,decompose,merge_weights,cse,[simplify,fold,cse,dce]";
+	default: return "functionalize,decompose,merge_weights,cse,simplify,fold,shape_consts,cse,[fuse,dce,simplify,fold,initializers,cse,dce]";
 	}
 }
 

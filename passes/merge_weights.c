@@ -1,0 +1,234 @@
+/* merge_weights.c - parameters and buffers that hold the same tensor
+ * become one.
+ *
+ *   param %a: f32[4] = "enc.scale"        param %a: f32[4] = "enc.scale"
+ *   param %b: f32[4] = "dec.scale"   ->   (reads of %b read %a)
+ *
+ * Two `param` values (or two `buffer` values) of a top-level graph merge
+ * when they have the same dtype, the same static shape and the same bytes
+ * (or name the same tensor of the weights file): every read of the later
+ * one, subgraphs included, reads the first in text order, and dce drops
+ * it.  An untrained model holds many such tensors (each norm layer's
+ * weights of ones and biases of zeros); a trained one, tensors that were
+ * tied by value.  cse merges equal `const` values the same way.
+ *
+ * It runs on ONNX-level graphs, after functionalize and decompose: a
+ * graph that still holds an ATen call (which may write into its operand)
+ * is left alone.  Also left alone: a value that is an output of its
+ * graph, a value named as
+ * the target of a mutation in functionalize's graph signature (its update
+ * is returned under its name), params against buffers (their kinds are in
+ * the signature), and everything when the weights file is missing (the
+ * writer reports that).
+ *
+ * Linear time: values are first counted by (kind, dtype, shape); only the
+ * bytes of a value that shares those with another are read, hashed a
+ * slice at a time, and compared with the earlier ones of equal hash; each
+ * slice read leaves the resident set once done (rt_weights_release). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "passes.h"
+#include "runtime.h"
+
+static const char SIG_KEY[] = "pkg.torch.export.ExportedProgram.graph_signature";
+
+typedef struct Merge {
+	Module *m;
+	RtWeights w;
+	Rewriter rw;
+	uint8_t *skip;              /* by ValueId: outputs and mutation targets */
+	uint32_t merged;
+} Merge;
+
+typedef struct Cand { ValueId id; uint64_t hash; const uint8_t *data; size_t nbytes; } Cand;
+typedef struct CKey { const Merge *s; const Cand *c; int bytes; } CKey;
+
+static int storage(const Value *v)
+{
+	return (v->kind == VK_PARAM || v->kind == VK_BUFFER) && v->type && v->type->kind == TY_TENSOR
+		&& type_numel(v->type) >= 0;
+}
+
+static uint64_t shape_hash(const Value *v)
+{
+	uint64_t h = hash_u64((uint64_t)v->kind << 40 | (uint64_t)v->type->dtype << 32 | (uint32_t)v->type->rank);
+	for (int32_t i = 0; i < v->type->rank; i++)
+		h = hash_u64(h ^ (uint64_t)v->type->dims[i].v);
+	return h;
+}
+
+/* The bytes of a and b, compared a slice at a time, each released once read. */
+static int same_bytes(const Merge *s, const Cand *a, const Cand *b)
+{
+	if (a->nbytes != b->nbytes)
+		return 0;
+	if (a->data == b->data)
+		return 1;
+	int same = 1;
+	for (size_t at = 0; at < a->nbytes && same; at += MAPPED_SLICE) {
+		size_t n = a->nbytes - at < MAPPED_SLICE ? a->nbytes - at : MAPPED_SLICE;
+		same = memcmp(a->data + at, b->data + at, n) == 0;
+		rt_weights_release((RtWeights *)&s->w, a->data + at, n);
+		rt_weights_release((RtWeights *)&s->w, b->data + at, n);
+	}
+	return same;
+}
+
+/* Same kind, dtype and shape; with bytes, also the same tensor. */
+static int cand_is(uintptr_t item, const void *key)
+{
+	const CKey *k = key;
+	const Cand *a = (const Cand *)item, *b = k->c;
+	const Value *x = val(k->s->m, a->id), *y = val(k->s->m, b->id);
+	if (x->kind != y->kind || !type_equal(x->type, y->type))
+		return 0;
+	if (!k->bytes)
+		return 1;
+	if (x->key && x->key == y->key)
+		return 1;
+	return a->hash == b->hash && same_bytes(k->s, a, b);
+}
+
+static Status read_cand(Merge *s, Cand *c)
+{
+	c->data = rt_value_bytes(&s->w, c->id, &c->nbytes);
+	if (!c->data)
+		return c->nbytes ? FAILED : OK;
+	uint64_t h = c->nbytes;
+	for (size_t at = 0; at < c->nbytes; at += MAPPED_SLICE) {
+		size_t n = c->nbytes - at < MAPPED_SLICE ? c->nbytes - at : MAPPED_SLICE;
+		h = hash_u64(h ^ hash_mem(c->data + at, n));
+		rt_weights_release(&s->w, c->data + at, n);
+	}
+	c->hash = h;
+	return OK;
+}
+
+/* The kind at k (up to a space before end) ends in "_mutation". */
+static int mutation_kind(const char *k, const char *end)
+{
+	const char *sp = memchr(k, ' ', (size_t)(end - k));
+	return sp && sp - k >= 9 && !memcmp(sp - 9, "_mutation", 9);
+}
+
+/* The values the mutation lines of functionalize's signature name
+ * ("output buffer_mutation count_updated count"): their last field is the
+ * tensor name (a buffer's or parameter's key) or the input's name.  A
+ * quoted name is not parsed: the graph is then left whole (returns 0). */
+static int mark_mutated(Merge *s, const Graph *g)
+{
+	for (uint32_t i = 0; i < g->nmeta; i++) {
+		if (g->meta[i].key.n != sizeof SIG_KEY - 1 || memcmp(g->meta[i].key.s, SIG_KEY, sizeof SIG_KEY - 1))
+			continue;
+		const char *t = g->meta[i].val.s, *end = t + g->meta[i].val.n;
+		while (t < end) {
+			const char *nl = memchr(t, '\n', (size_t)(end - t));
+			const char *le = nl ? nl : end, *sp = le;
+			if (memchr(t, '"', (size_t)(le - t)))
+				return 0;
+			while (sp > t && sp[-1] != ' ')
+				sp--;
+			if (le - t > 7 && !memcmp(t, "output ", 7) && mutation_kind(t + 7, le)) {
+				Sym target = sym_intern(sp, (size_t)(le - sp));
+				for (uint32_t k = 0; k < g->inits.n; k++) {
+					const Value *v = val(s->m, g->inits.v[k]);
+					if (v->key == target || v->name == target)
+						s->skip[g->inits.v[k]] = 1;
+				}
+			}
+			t = le + 1;
+		}
+	}
+	return 1;
+}
+
+static Status rewrite(const GraphVisit *v, void *ctx)
+{
+	Merge *s = ctx;
+	for (Node *n = v->g->first; n; n = n->next)
+		rw_apply(&s->rw, n);
+	rw_apply_outputs(&s->rw, v->g);
+	return OK;
+}
+
+static Status find_aten(const GraphVisit *v, void *ctx)
+{
+	for (const Node *n = v->g->first; n; n = n->next)
+		if (n->domain == S_aten)
+			*(int *)ctx = 1;
+	return OK;
+}
+
+static Status merge_graph(Merge *s, Graph *g)
+{
+	int aten = 0;
+	graph_walk(g, find_aten, &aten);
+	if (aten)
+		return OK;              /* an ATen call may mutate its operand in place */
+	for (uint32_t i = 0; i < g->nout; i++)
+		s->skip[g->out[i]] = 1;
+	if (!mark_mutated(s, g))
+		return OK;
+	Cand *c = xcalloc(g->inits.n + 1, sizeof *c);
+	uint32_t nc = 0;
+	HashMap shapes = { 0 }, tensors = { 0 };
+	uint32_t *count = xcalloc(g->inits.n + 1, sizeof *count);
+	for (uint32_t i = 0; i < g->inits.n; i++) {
+		const Value *v = val(s->m, g->inits.v[i]);
+		if (!storage(v) || s->skip[g->inits.v[i]])
+			continue;
+		c[nc] = (Cand){ g->inits.v[i], 0, NULL, 0 };
+		CKey k = { s, &c[nc], 0 };
+		Cand *first = (Cand *)hashmap_intern(&shapes, shape_hash(v), cand_is, &k, (uintptr_t)&c[nc]);
+		count[first - c]++;
+		c[nc].hash = (uint64_t)(first - c);   /* its shape group, until read */
+		nc++;
+	}
+	Status st = OK;
+	for (uint32_t i = 0; i < nc && st == OK; i++) {
+		if (count[c[i].hash] < 2)
+			continue;
+		if ((st = read_cand(s, &c[i])) != OK || !c[i].data)
+			continue;
+		CKey k = { s, &c[i], 1 };
+		Cand *first = (Cand *)hashmap_intern(&tensors, c[i].hash, cand_is, &k, (uintptr_t)&c[i]);
+		if (first != &c[i]) {
+			rw_set(&s->rw, c[i].id, first->id);
+			s->merged++;
+		}
+	}
+	hashmap_free(&shapes);
+	hashmap_free(&tensors);
+	free(count);
+	free(c);
+	return st == OK ? graph_walk(g, rewrite, s) : st;
+}
+
+static int weights_present(const Module *m, const PassOptions *opt)
+{
+	if (!m->weights)
+		return 0;
+	const char *file = sym_str(m->weights), *dir = opt->weights_dir ? opt->weights_dir : ".";
+	size_t len = strlen(dir) + strlen(file) + 2;
+	char *path = xmalloc(len);
+	snprintf(path, len, file[0] == '/' ? "%.0s%s" : "%s/%s", dir, file);
+	int ok = access(path, R_OK) == 0;
+	free(path);
+	return ok;
+}
+
+Status pass_merge_weights(Module *m, const PassOptions *opt)
+{
+	if (!weights_present(m, opt))
+		return OK;
+	Merge s = { .m = m, .w = { m, opt->weights_dir ? opt->weights_dir : ".", NULL } };
+	s.skip = xcalloc(m->vals.n + 1, 1);
+	Status st = OK;
+	for (uint32_t i = 0; i < m->graphs.n && st == OK; i++)
+		st = merge_graph(&s, m->graphs.v[i]);
+	rt_weights_close(&s.w);
+	rw_free(&s.rw);
+	free(s.skip);
+	return st;
+}
