@@ -148,7 +148,7 @@ def script_to_program(model, args, kwargs):
             "%s is a TorchScript module and torch's TorchScript-to-ExportedProgram converter "
             "refused it: %s: %s. Export the Python module instead of its torch.jit.script/"
             "trace result" % (_script_name(model), type(e).__name__,
-                              text[0] if text else "")) from e
+                              text[0].rstrip(".") if text else "")) from e
     return ep, args, names
 
 
