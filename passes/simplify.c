@@ -72,6 +72,7 @@ typedef struct Simplify {
 	uint8_t *is_out;            /* by ValueId: a graph, function or subgraph output */
 	ValueId *keep;              /* outputs that read the same data as another value, */
 	uint32_t nkeep, capkeep;    /* in pairs (output, that value): see hand_outputs */
+	int64_t opset;              /* the module's default-domain opset */
 } Simplify;
 
 /* ---- facts about values ---------------------------------------------- */
@@ -198,8 +199,8 @@ static int may_follow(const Simplify *s, const Node *n, ValueId y)
 	return a.path == b.path && a.cls == b.cls;
 }
 
-/* A new `const` i64[n] value of g holding v, named after `like`. */
-static ValueId new_i64s(Simplify *s, Graph *g, const int64_t *v, int64_t n, ValueId like)
+/* A new `const` i64[n] value of g holding v, named like_suffix. */
+static ValueId new_i64s(Simplify *s, Graph *g, const int64_t *v, int64_t n, ValueId like, const char *suffix)
 {
 	Arena *a = &s->m->arena;
 	Dim *d = ARENA_NEW(a, Dim);
@@ -211,7 +212,7 @@ static ValueId new_i64s(Simplify *s, Graph *g, const int64_t *v, int64_t n, Valu
 	memcpy(b, v, t->nbytes);
 	t->data = b;
 	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_axes", sym_str(val(s->m, like)->name));
+	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(s->m, like)->name), suffix);
 	ValueId c = value_new(s->m, value_fresh_name(s->m, sym_cstr(buf)), t->type, VK_CONST);
 	val(s->m, c)->init = t;
 	val(s->m, c)->loc = val(s->m, like)->loc;
@@ -270,7 +271,7 @@ static ValueId merge_unsqueeze(Simplify *s, Node *n, ValueId y, ValueId r)
 			a[k++] = i;
 	if (k != k1 + k2)
 		return y;
-	n->args[1].u.v = new_i64s(s, n->graph, a, k, r);
+	n->args[1].u.v = new_i64s(s, n->graph, a, k, r, "axes");
 	n->args[0].u.v = operand(d, 0);
 	return operand(d, 0);
 }
@@ -374,6 +375,204 @@ static void simplify_dropout(Simplify *s, Node *n)
 		replace(s, n->res[0], x);
 }
 
+/* ---- sequences and slices ------------------------------------------------ */
+
+/* n becomes op with a fresh argument array of nargs and nkw attributes; its
+ * results, name and provenance stay. */
+static void set_op(Simplify *s, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
+{
+	n->op = op;
+	n->domain = op_domain(op);
+	n->name = op_name_of(op);
+	n->nargs = nargs;
+	n->nkw = nkw;
+	n->args = ARENA_ARRAY(&s->m->arena, Arg, nargs);
+	n->kw = nkw ? ARENA_ARRAY(&s->m->arena, Named, nkw) : NULL;
+}
+
+static Arg value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
+
+/* Unsqueeze(x, [a]) before n (a may count from the end of the result); its
+ * result, or VNONE when x has no known rank. */
+static ValueId unsqueeze_before(Simplify *s, Node *n, ValueId x, ValueId axes, int64_t a)
+{
+	const Type *tx = tensor_type(s, x);
+	int32_t r = tx ? tx->rank : -1;
+	int64_t p = a < 0 ? a + r + 1 : a;
+	if (r < 0 || p < 0 || p > r)
+		return VNONE;
+	Arena *ar = &s->m->arena;
+	Dim *d = ARENA_ARRAY(ar, Dim, r + 1);
+	for (int32_t i = 0, j = 0; i <= r; i++)
+		d[i] = i == p ? (Dim){ 1, 0 } : tx->dims[j++];
+	Node *u = node_new_op(s->m, OP_ONNX_Unsqueeze, 1, 2, 0);
+	u->prov = n->prov;
+	u->loc = n->loc;
+	ValueId v = value_new(s->m, value_fresh_name(s->m, val(s->m, x)->name),
+			      type_tensor(ar, (DType)tx->dtype, r + 1, d), VK_NODE);
+	val(s->m, v)->def = u;
+	u->res[0] = v;
+	u->args[0] = value_arg(x);
+	u->args[1] = value_arg(axes);
+	node_insert_before(n->graph, n, u);
+	return v;
+}
+
+/* ConcatFromSequence(SequenceConstruct(x0, ..., xk-1), axis, new_axis)
+ * -> Concat(x0, ..., axis), or with new_axis=1 Concat(Unsqueeze(x0, [axis]),
+ * ..., axis): torch.stack.  ConcatFromSequence's axis counts from the end
+ * of the result when new_axis is 1, as Unsqueeze's and Concat's do.  From
+ * opset 13 on (Unsqueeze's axes an input). */
+static void simplify_concat_seq(Simplify *s, Node *n, ValueId q)
+{
+	Node *d = may_follow(s, n, q) ? match_op(s->m, q, OP_ONNX_SequenceConstruct) : NULL;
+	const Named *ka = node_kw(n, S_axis), *kn = node_kw(n, sym_cstr("new_axis"));
+	if (!d || !d->nargs || d->nargs > 4096 || !ka || ka->val.kind != A_INT || s->opset < 13 ||
+	    (kn && (kn->val.kind != A_INT || (kn->val.u.i != 0 && kn->val.u.i != 1))))
+		return;
+	int64_t a = ka->val.u.i;
+	uint32_t k = d->nargs;
+	ValueId *xs = xmalloc(k * sizeof *xs);
+	ValueId axes = VNONE;
+	uint32_t i = 0;
+	for (; i < k && operand(d, i); i++) {
+		xs[i] = operand(d, i);
+		if (!kn || !kn->val.u.i)
+			continue;
+		axes = axes ? axes : new_i64s(s, n->graph, &a, 1, result(n), "axes");
+		if (!(xs[i] = unsqueeze_before(s, n, xs[i], axes, a)))
+			break;
+	}
+	if (i == k) {
+		set_op(s, n, OP_ONNX_Concat, k, 1);
+		for (i = 0; i < k; i++)
+			n->args[i] = value_arg(xs[i]);
+		n->kw[0] = (Named){ S_axis, { .kind = A_INT, .u.i = a } };
+	}
+	free(xs);
+}
+
+enum { MAX_SLICE = 16 };
+
+typedef struct SliceArgs {
+	int k;                              /* axes named */
+	int64_t st[MAX_SLICE], en[MAX_SLICE], ax[MAX_SLICE], sp[MAX_SLICE];
+} SliceArgs;
+
+/* The constant integer operand i of n into v (count k, or any count when
+ * k < 0); its count, or -1.  An absent operand is -2. */
+static int const_ints(Simplify *s, const Node *n, uint32_t i, int64_t *v, int k)
+{
+	if (i >= n->nargs || !operand(n, i))
+		return -2;
+	const Tensor *t = const_tensor(s->m, operand(n, i));
+	int64_t c = t && t->type && t->data && dtype_is_int((DType)t->type->dtype) &&
+		t->type->rank == 1 ? type_numel(t->type) : -1;
+	if (c < 1 || c > MAX_SLICE || (k >= 0 && c != k))
+		return -1;
+	for (int64_t j = 0; j < c; j++)
+		v[j] = tensor_get_i((DType)t->type->dtype, t->data, (size_t)j);
+	return (int)c;
+}
+
+/* Slice n's constant starts, ends, axes and steps, axes made non-negative
+ * against `rank` (< 0: unknown, then negative axes fail); 0 if any is not
+ * a constant. */
+static int slice_args(Simplify *s, const Node *n, int32_t rank, SliceArgs *a)
+{
+	a->k = const_ints(s, n, 1, a->st, -1);
+	if (a->k < 0 || const_ints(s, n, 2, a->en, a->k) != a->k)
+		return 0;
+	int c = const_ints(s, n, 3, a->ax, a->k);
+	for (int i = 0; c == -2 && i < a->k; i++)
+		a->ax[i] = i;
+	if (c == -1)
+		return 0;
+	c = const_ints(s, n, 4, a->sp, a->k);
+	for (int i = 0; c == -2 && i < a->k; i++)
+		a->sp[i] = 1;
+	if (c == -1)
+		return 0;
+	for (int i = 0; i < a->k; i++) {
+		a->ax[i] += a->ax[i] < 0 && rank >= 0 ? rank : 0;
+		if (a->ax[i] < 0 || (rank >= 0 && a->ax[i] >= rank) || !a->sp[i])
+			return 0;
+	}
+	return 1;
+}
+
+static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+/* A bound of a positive-step slice of an axis of size len (< 0: unknown)
+ * made non-negative: negative ones count from the end.  0 if it cannot. */
+static int bound(int64_t *b, int64_t len)
+{
+	if (*b < 0 && len < 0)
+		return 0;
+	if (*b < 0)
+		*b = *b + len < 0 ? 0 : *b + len;
+	if (len >= 0 && *b > len)
+		*b = len;
+	return 1;
+}
+
+/* x[s1:e1][s2:e2:k] on one axis (inner step 1, k > 0) is x[s1+s2 :
+ * min(e1, s1+e2) : k] once the bounds are non-negative: the inner slice
+ * is the run s1 .. min(e1, len)-1, and the outer one's elements in it sit
+ * s1 further on; past the run both are empty.  len is the axis's size,
+ * < 0 when unknown.  0 if the bounds cannot be made non-negative. */
+static int merge_axis(int64_t *st, int64_t *en, int64_t s2, int64_t e2, int64_t len)
+{
+	if (!bound(st, len) || !bound(en, len))
+		return 0;
+	int64_t inner = len < 0 ? -1 : (*en > *st ? *en - *st : 0);
+	if (!bound(&s2, inner) || !bound(&e2, inner))
+		return 0;
+	int64_t e = sat_add(*st, e2);
+	*st = sat_add(*st, s2);
+	*en = e < *en ? e : *en;
+	return 1;
+}
+
+/* Slice(Slice(x, a1), a2) -> Slice(x, a): the two on different axes, or on
+ * one axis with the inner step 1 and the outer step positive; constant
+ * operands.  The inner node stays for dce. */
+static void merge_slice(Simplify *s, Node *n, ValueId y)
+{
+	Node *d = may_follow(s, n, y) ? match_op(s->m, y, OP_ONNX_Slice) : NULL;
+	ValueId x = d && result(d) == y ? operand(d, 0) : VNONE;
+	const Type *tx = x ? tensor_type(s, x) : NULL;
+	int32_t rank = tx ? tx->rank : -1;
+	SliceArgs a1, a2;
+	if (!x || !slice_args(s, d, rank, &a1) || !slice_args(s, n, rank, &a2))
+		return;
+	SliceArgs m = a1;
+	for (int j = 0; j < a2.k; j++) {
+		int i = 0;
+		while (i < a1.k && a1.ax[i] != a2.ax[j])
+			i++;
+		if (i == a1.k) {
+			if (m.k == MAX_SLICE)
+				return;
+			m.st[m.k] = a2.st[j], m.en[m.k] = a2.en[j], m.ax[m.k] = a2.ax[j], m.sp[m.k++] = a2.sp[j];
+			continue;
+		}
+		int64_t len = rank >= 0 && !tx->dims[a1.ax[i]].sym ? tx->dims[a1.ax[i]].v : -1;
+		if (a1.sp[i] != 1 || a2.sp[j] < 1 || !merge_axis(&m.st[i], &m.en[i], a2.st[j], a2.en[j], len))
+			return;
+		m.sp[i] = a2.sp[j];
+	}
+	ValueId r = result(n);
+	Arg *args = ARENA_ARRAY(&s->m->arena, Arg, 5);
+	args[0] = value_arg(x);
+	args[1] = value_arg(new_i64s(s, n->graph, m.st, m.k, r, "starts"));
+	args[2] = value_arg(new_i64s(s, n->graph, m.en, m.k, r, "ends"));
+	args[3] = value_arg(new_i64s(s, n->graph, m.ax, m.k, r, "axes"));
+	args[4] = value_arg(new_i64s(s, n->graph, m.sp, m.k, r, "steps"));
+	n->args = args;
+	n->nargs = 5;
+}
+
 static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
@@ -396,6 +595,8 @@ static void simplify_node(Simplify *s, Node *n)
 		simplify_reshape_like(s, n, x, r);
 		break;
 	case OP_ONNX_Slice:
+		merge_slice(s, n, x);
+		x = operand(n, 0);
 		if ((!operand(n, 4) || match_const(s->m, operand(n, 4), 1.0)) && same_shape(s, x, r))
 			replace(s, r, x);
 		break;
@@ -422,6 +623,9 @@ static void simplify_node(Simplify *s, Node *n)
 		break;
 	case OP_ONNX_SequenceAt:
 		simplify_sequence_at(s, n, x, r);
+		break;
+	case OP_ONNX_ConcatFromSequence:
+		simplify_concat_seq(s, n, x);
 		break;
 	default:
 		break;
@@ -476,7 +680,7 @@ static void hand_outputs(Simplify *s)
 Status pass_simplify(Module *m, const PassOptions *opt)
 {
 	Simplify s = { m, opt->outline, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m),
-		       NULL, 0, 0 };
+		       NULL, 0, 0, opsets_onnx(&m->opsets, 18) };
 	module_walk(m, WALK_PROGRAM, simplify_graph, &s);
 	hand_outputs(&s);
 	free(s.keep);
