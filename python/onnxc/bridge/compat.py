@@ -259,8 +259,9 @@ class InputWatch:
 def params_as_inputs(ex, model):
     """Parameters and state_dict buffers become graph inputs named by their
     state_dict key, after the model's own inputs in state_dict order, and
-    are not written as weights (torch.onnx.export's export_params=False, as
-    its TorchScript exporter lays the inputs out).  Tensors outside the
+    are not written as weights (torch.onnx.export's export_params=False;
+    its TorchScript exporter too puts them after the model's inputs under
+    their keys).  Tensors outside the
     state_dict (non-persistent buffers, constants the trace captured) stay
     initializers: a caller holding a state_dict could not feed them."""
     sd = getattr(model, "state_dict", None)
