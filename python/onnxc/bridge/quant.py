@@ -140,6 +140,39 @@ class _Requant(torch.nn.Module):
         return _qdq(self.fn(*args, **self.kw), self.qp)
 
 
+def _f32(x):
+    """x rounded to f32, as a Python float."""
+    return float(torch.tensor(x, dtype=torch.float32))
+
+
+class _QAddExact(torch.nn.Module):
+    """quantized add (and add_relu) as PyTorch's x86 kernel computes it:
+    each input dequantized as q * scale + (-zero_point * scale) with one
+    rounding (a fused multiply-add, here exact in f64 then rounded to
+    f32), the f32 sum, then times 1/scale in f32, rounded half to even."""
+
+    def __init__(self, qa, qb, qp, relu):
+        super().__init__()
+        self.qa, self.qb, self.qp, self.relu = qa, qb, qp, relu
+        self.inv_scale = _f32(1.0 / torch.tensor(qp.scale, dtype=torch.float32))
+
+    @staticmethod
+    def dequantized(x, qp):
+        q = _decomposed().quantize_per_tensor.default(x, *qp.args())
+        premul = _f32(_f32(qp.scale) * -qp.zero_point)
+        return (q.to(torch.float64) * _f32(qp.scale) + premul).to(torch.float32)
+
+    def forward(self, a, b):
+        y = self.dequantized(a, self.qa) + self.dequantized(b, self.qb)
+        if self.relu and not self.qp.clamps_at_zero():
+            y = torch.relu(y)
+        y = y * self.inv_scale
+        qd = _decomposed()
+        unit = QParams(1.0, self.qp.zero_point, self.qp.qdtype)
+        q = qd.quantize_per_tensor.default(y, *unit.args())
+        return qd.dequantize_per_tensor.default(q, *self.qp.args())
+
+
 def _weight_buffers(mod, w):
     """Register the int8 weight (and its scales and zero points) of the
     quantized weight w on mod; returns how to dequantize it."""
@@ -155,31 +188,83 @@ def _weight_buffers(mod, w):
 
 
 class _QWeighted(torch.nn.Module):
-    """A quantized conv or linear: fn(x, dequantized weight, bias), a fused
-    ReLU, then the requantization to the module's output scale."""
+    """A quantized conv or linear, in one of two forms:
 
-    def __init__(self, src, fn, relu, kwargs):
+    "exact" (the default): PyTorch's x86 kernels (fbgemm) step by step.
+    The integer accumulator sum((x_q - x_zp) * (w_q - w_zp)) is the float
+    op on integer-valued tensors (exact while it stays below 2^24), then
+    requantized in f32 as fbgemm does with a float bias: (acc * (x_scale *
+    w_scale) + bias) * (1 / y_scale), rounded half to even, plus the zero
+    point.  The result is PyTorch's to the bit, but ONNX Runtime runs the
+    float op.
+    "qdq": the float op on the dequantized input and weights, then
+    quantized to the output scale: the QDQ form ONNX Runtime fuses into
+    its integer kernels (QLinearConv, QLinearMatMul), whose rounding
+    differs from fbgemm's on a few values a layer.
+    A fused ReLU comes before the quantization, or not at all when
+    quantizing clamps at zero already."""
+
+    def __init__(self, src, fn, relu, kwargs, form):
         super().__init__()
         self.how = _weight_buffers(self, src.weight())
         b = src.bias()
         self.bias = None if b is None else torch.nn.Parameter(b.detach().float(),
                                                               requires_grad=False)
-        self.fn, self.relu, self.kw = fn, relu, kwargs
+        self.fn, self.relu, self.kw, self.form = fn, relu, kwargs, form
         self.qp = QParams(src.scale, src.zero_point, torch.quint8)
+        self.qp_in = None
 
-    def dequantized_weight(self):
+    def set_input(self, qp_in):
+        """The input's quantization (the exact form's accumulator scale)."""
+        self.qp_in = qp_in
+        if self.form != "exact":
+            return
+        if self.how[0] == "channel":
+            w_scale = self.weight_scale
+        else:
+            w_scale = torch.tensor([self.how[1].scale], dtype=torch.float32)
+        acc_scale = torch.tensor(qp_in.scale, dtype=torch.float32) * w_scale
+        # Broadcast along the output channels: dim 1 of a conv's result,
+        # the last of a linear's.
+        shape = [-1] + [1] * (self.weight.dim() - 2) if self.fn is not F.linear else [-1]
+        self.register_buffer("acc_scale", acc_scale.reshape(shape).contiguous())
+        if self.bias is not None:
+            self.register_buffer("acc_bias", self.bias.detach().reshape(shape).clone())
+        self.inv_scale = float(1.0 / torch.tensor(self.qp.scale, dtype=torch.float32))
+
+    def dequantized_weight(self, unit=False):
+        """The weight dequantized, or (unit) its integers q - zero point."""
+        qd = _decomposed()
         if self.how[0] == "channel":
             dt, lo, hi = _QDTYPES[self.how[2]]
-            return _decomposed().dequantize_per_channel.default(
-                self.weight, self.weight_scale, self.weight_zero_point, self.how[1], lo, hi, dt)
+            scale = torch.ones_like(self.weight_scale) if unit else self.weight_scale
+            return qd.dequantize_per_channel.default(
+                self.weight, scale, self.weight_zero_point, self.how[1], lo, hi, dt)
         qp = self.how[1]
-        return _decomposed().dequantize_per_tensor.default(self.weight, *qp.args())
+        if unit:
+            qp = QParams(1.0, qp.zero_point, qp.qdtype)
+        return qd.dequantize_per_tensor.default(self.weight, *qp.args())
 
     def forward(self, x):
-        y = self.fn(x, self.dequantized_weight(), self.bias, **self.kw)
+        if self.form != "exact":
+            y = self.fn(x, self.dequantized_weight(), self.bias, **self.kw)
+            if self.relu and not self.qp.clamps_at_zero():
+                y = torch.relu(y)
+            return _qdq(y, self.qp)
+        qd = _decomposed()
+        unit_in = QParams(1.0, self.qp_in.zero_point, self.qp_in.qdtype)
+        xq = qd.quantize_per_tensor.default(x, *self.qp_in.args())
+        xi = qd.dequantize_per_tensor.default(xq, *unit_in.args())
+        acc = self.fn(xi, self.dequantized_weight(unit=True), None, **self.kw)
+        y = acc * self.acc_scale
+        if self.bias is not None:
+            y = y + self.acc_bias
+        y = y * self.inv_scale
         if self.relu and not self.qp.clamps_at_zero():
             y = torch.relu(y)
-        return _qdq(y, self.qp)
+        unit_out = QParams(1.0, self.qp.zero_point, self.qp.qdtype)
+        q = qd.quantize_per_tensor.default(y, *unit_out.args())
+        return qd.dequantize_per_tensor.default(q, *self.qp.args())
 
 
 def _conv_fn(src):
@@ -194,7 +279,7 @@ def _conv_fn(src):
                     dilation=tuple(src.dilation), groups=src.groups)
 
 
-def _module_rule(m):
+def _module_rule(m, form):
     """(kind, replacement) for a module called on a quantized tensor:
     kind "quantize", "dequantize", "module" (a new module computing on the
     dequantized values, returning its output's QParams via .qp), "keep"
@@ -210,13 +295,15 @@ def _module_rule(m):
     relu_types = (nniq.ConvReLU1d, nniq.ConvReLU2d, nniq.ConvReLU3d, nniq.LinearReLU)
     if isinstance(m, (nnq.Conv1d, nnq.Conv2d, nnq.Conv3d)):
         fn, kw = _conv_fn(m)
-        return "module", _QWeighted(m, fn, isinstance(m, relu_types), kw)
+        return "module", _QWeighted(m, fn, isinstance(m, relu_types), kw, form)
     if isinstance(m, nnq.Linear):
-        return "module", _QWeighted(m, F.linear, isinstance(m, relu_types), {})
+        return "module", _QWeighted(m, F.linear, isinstance(m, relu_types), {}, form)
     if isinstance(m, nnq.Hardswish):
         return "module", _Requant(F.hardswish, QParams(m.scale, m.zero_point, torch.quint8))
+    if isinstance(m, nnq.Dropout):   # the identity in eval mode, as nn.Dropout
+        return "keep", nn.Dropout(m.p)
     if isinstance(m, (nn.ReLU, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.Identity,
-                      nn.Dropout, nnq.Dropout, nn.Flatten)):
+                      nn.Dropout, nn.Flatten)):
         return "keep", m
     if isinstance(m, (nnq.ReLU6, nn.ReLU6, nn.Hardtanh, nn.AdaptiveAvgPool1d,
                       nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.AvgPool1d, nn.AvgPool2d,
@@ -240,6 +327,11 @@ _INPUT_FUNCS = {F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_poo
                 F.avg_pool1d, F.avg_pool2d, F.avg_pool3d, torch.mean, F.hardtanh, F.relu6,
                 torch.clamp}
 _INPUT_METHODS = {"mean", "clamp"}
+_AVERAGES = {F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d, F.avg_pool1d,
+             F.avg_pool2d, F.avg_pool3d, torch.mean, "mean"}
+_AVERAGE_MODULES = (torch.nn.AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool2d,
+                    torch.nn.AdaptiveAvgPool3d, torch.nn.AvgPool1d, torch.nn.AvgPool2d,
+                    torch.nn.AvgPool3d)
 # Shapes and sizes of a quantized tensor are the float tensor's.
 _SHAPE_FUNCS = {getattr}
 _SHAPE_METHODS = {"size", "dim"}
@@ -265,8 +357,8 @@ def _quantized_ops():
 # the walk
 
 class _Lowering:
-    def __init__(self, gm):
-        self.gm = gm
+    def __init__(self, gm, form):
+        self.gm, self.form = gm, form
         self.graph = torch.fx.Graph()
         self.env = {}      # old node -> new node (a float tensor for quantized values)
         self.qp = {}       # old node -> QParams of a quantized value
@@ -370,6 +462,8 @@ class _Lowering:
             return self.copy(node), self.qp[qin[0]]
         if (fn_table and target in _INPUT_FUNCS) or (not fn_table and target in _INPUT_METHODS):
             qp = self.qp[qin[0]]
+            if self.form == "exact" and target in _AVERAGES:
+                return self.averaged(node, qp, None), qp
             return self.qdq(self.copy(node), qp), qp
         self.unsupported(node, getattr(target, "__name__", str(target)))
 
@@ -377,7 +471,7 @@ class _Lowering:
         m = self.attr(node.target)
         if not self.quantized_inputs(node) and not _is_quant_module(m):
             return self.copy(node), None
-        rule = _module_rule(m)
+        rule = _module_rule(m, self.form)
         if rule is None:
             self.unsupported(node, type(m).__name__)
         kind, obj = rule
@@ -387,14 +481,35 @@ class _Lowering:
         if kind == "dequantize":
             return x, None
         if node.args[0] not in self.qp:
-            self.unsupported(node, "%s of a float tensor" % type(m).__name__)
+            raise ExportError("quantized model: %s takes a quantized tensor, not a float one (%s)"
+                              % (type(m).__name__, node.format_node()))
         if kind == "module":
+            if isinstance(obj, _QWeighted):
+                obj.set_input(self.qp[node.args[0]])
             return self.module_call(node, obj, [x]), obj.qp
         qp = self.qp[node.args[0]]
+        if kind == "input" and self.form == "exact" and isinstance(obj, _AVERAGE_MODULES):
+            return self.averaged(node, qp, obj), qp
         y = self.module_call(node, obj, [x])
         if kind == "keep":
             return y, qp
         return self.qdq(y, qp), qp
+
+    def averaged(self, node, qp, module):
+        """An average of a quantized tensor as PyTorch's kernels take it:
+        over the integers q - zero point, rounded half to even (the float
+        average of the dequantized values lands beside a tie)."""
+        qd = _decomposed()
+        unit = QParams(1.0, qp.zero_point, qp.qdtype)
+        x = node.args[0]
+        q = self.graph.call_function(qd.quantize_per_tensor.default, (self.env[x],) + qp.args())
+        xi = self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + unit.args())
+        if module is not None:
+            y = self.module_call(node, module, [xi])
+        else:
+            y = self.graph.node_copy(node, lambda n: xi if n is x else self.env[n])
+        q = self.graph.call_function(qd.quantize_per_tensor.default, (y,) + unit.args())
+        return self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + qp.args())
 
     def lower_qop(self, node):
         fn, listed, without_relu = self.qops[node.target]
@@ -404,7 +519,8 @@ class _Lowering:
         bound.update(node.kwargs)
         qp_in = self.qp.get(bound["qx"][0] if listed else bound["qa"])
         if qp_in is None:
-            self.unsupported(node, "%s of a float tensor" % node.target)
+            raise ExportError("quantized model: %s takes quantized tensors, not float ones (%s)"
+                              % (node.target, node.format_node()))
         qp = QParams(self.literal(bound["scale"], node), self.literal(bound["zero_point"], node),
                      qp_in.qdtype)
         if without_relu is not None and qp.clamps_at_zero():
@@ -415,12 +531,21 @@ class _Lowering:
         else:
             kw = {}
             args = [self.env[bound["qa"]], self.env[bound["qb"]]]
+            qb = self.qp.get(bound["qb"])
+            add = node.target in (torch.ops.quantized.add, torch.ops.quantized.add_relu)
+            if self.form == "exact" and add and qb is not None:
+                relu = node.target is torch.ops.quantized.add_relu
+                return self.new_module(node, _QAddExact(qp_in, qb, qp, relu), args), qp
         return self.new_module(node, _Requant(fn, qp, kw), args), qp
 
 
-def lower(model):
+def lower(model, form="exact"):
     """The float GraphModule with QDQ ops that computes what the quantized
     model does (see the module's docstring); raises ExportError naming an
-    op it does not support."""
+    op it does not support.  form: how convs and linears are written,
+    "exact" (PyTorch's x86 arithmetic, to the bit) or "qdq" (the standard
+    QDQ form ONNX Runtime runs in integer kernels), see _QWeighted."""
+    if form not in ("exact", "qdq"):
+        raise ExportError("quantized form must be 'exact' or 'qdq', not %r" % (form,))
     gm = _trace(model)
-    return _Lowering(gm).run()
+    return _Lowering(gm, form).run()
