@@ -278,9 +278,9 @@ def main(argv=None):
                     help="seconds of timed rounds a model, at least 10 rounds (default 20)")
     ap.add_argument("--sample-ms", type=float, default=20,
                     help="a round times a batch of inferences lasting about MS (default 20)")
-    ap.add_argument("--opset", type=int, default=18,
-                    help="onnxc's default-domain opset (default 18, onnxc.export's default; "
-                         "the peer writes 20)")
+    ap.add_argument("--opset", type=int, default=20,
+                    help="onnxc's default-domain opset (default 20, onnxc.export's default "
+                         "and the peer's)")
     ap.add_argument("--no-latency", action="store_true", help="nodes and sizes only")
     ap.add_argument("--timeout", type=int, default=900, help="seconds a model (default 900)")
     ap.add_argument("-j", dest="jobs", type=int, default=1,

@@ -139,7 +139,7 @@ def _external_flag(external_data):
 
 
 def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=None,
-           output_names=None, opset=18, optimize="O2", outline=False, report=None,
+           output_names=None, opset=20, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None,
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
@@ -157,7 +157,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       "x_dynamic_axes_1"); output entries name output dims
       input_names     names of the graph inputs, in flattened order
       output_names    names of the graph outputs, in flattened order
-      opset           the default-domain opset (13 to 28; below 17 the program is lowered at 17 and converted, see docs/usage.md)
+      opset           the default-domain opset (13 to 28, default 20: Gelu is one node from 20; below 17 the program is lowered at 17 and converted, see docs/usage.md)
       report          True (writes `<f stem>_report.md`) or a path: a
                       markdown conversion report, written also on failure
       external_data   True: large tensors go to `<f>.data`; a file name: there

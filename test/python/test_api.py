@@ -136,7 +136,7 @@ class ApiTest(TempDirTest):
         self.assertEqual(os.fspath(onnxc.export(model, (x,), f)), f)
         m = onnx.load(f)
         self.assertEqual([i.name for i in m.graph.input], ["x"])
-        self.assertEqual(m.opset_import[0].version, 18)
+        self.assertEqual(m.opset_import[0].version, 20)
         self.check_runs(model, f, {"x": x.numpy()}, (x,))
 
     def test_relative_onnxc_variable(self):
