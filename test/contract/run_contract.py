@@ -177,9 +177,17 @@ class ContractTest(test_api.TempDirTest):
         onnxc.export(model, (x,), f, dynamic_shapes={"x": {0: "batch"}},
                      output_names=["logits"], optimize="O0")
         m = onnx.load(f)
-        self.assertEqual(dict(meta(m.graph, 16)),
-                         {"pkg.torch.export.ExportedProgram.range_constraints":
-                          "{batch: VR[2, int_oo]}"})
+        graph_meta = dict(meta(m.graph, 16))
+        self.assertEqual(graph_meta.pop("pkg.torch.export.ExportedProgram.range_constraints"),
+                         "{batch: VR[2, int_oo]}")
+        # The graph signature is written on every model, one line a spec.
+        self.assertEqual(graph_meta, {"pkg.torch.export.ExportedProgram.graph_signature":
+                                      "input user_input x\n"
+                                      "input parameter fc1.weight fc1.weight\n"
+                                      "input parameter fc1.bias fc1.bias\n"
+                                      "input parameter fc2.weight fc2.weight\n"
+                                      "input parameter fc2.bias fc2.bias\n"
+                                      "output user_output logits\n"})
         keys = {}
         for n in m.graph.node:
             props = dict(meta(n, 9))
