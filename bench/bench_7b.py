@@ -412,6 +412,9 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--skip-check", action="store_true", help="no eager run and no onnxc run")
     ap.add_argument("--peer-cap-gb", type=float, default=17.0)
+    ap.add_argument("--stages", default="ckpt,bridge,onnxc,eager,check,peer",
+                    help="the stages to run, comma-separated; a later one reuses an earlier one's files "
+                    "from DIR (run before with --keep)")
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     a = ap.parse_args()
     cfg = dict(CONFIG, layers=a.layers)
@@ -429,8 +432,15 @@ def main():
     print("config %s %s, seq %d, onnxc %s, dir %s" % (a.dtype, json.dumps(cfg), a.seq, onnxc, d))
     ckpt = checkpoint_path(d, cfg, a.dtype)
     rows = []
+    chosen = set(a.stages.split(","))
+    if a.skip_check:
+        chosen -= {"eager", "check"}
+    if a.no_peer:
+        chosen.discard("peer")
 
     def stage(name, cmd, cap=None, must=True):
+        if name not in chosen:
+            return True
         ok, wall, rss, note = run_stage(cmd, cap)
         rows.append((name, ok, wall, rss, note))
         print("  %-8s %s %7.1f s  peak RSS %6.2f GB %s" % (name, "ok  " if ok else "FAIL", wall,
@@ -450,13 +460,13 @@ def main():
     stage("onnxc", [onnxc, os.path.join(d, "m.fxir"), "-O2", "-fold-limit=%d" % (16 << 20),
                     "-o", os.path.join(d, "m.onnx"), "-external-in-place"])
     check = None
-    if not a.skip_check:
-        stage("eager", me + ["--stage", "eager"])
-        out = os.path.join(d, "onnxc_out.safetensors")
-        stage("check", [onnxc, "run", os.path.join(d, "m.onnx"), "--input",
-                        "input_ids=" + os.path.join(d, "ids.npy"), "-o", out])
+    stage("eager", me + ["--stage", "eager"])
+    out = os.path.join(d, "onnxc_out.safetensors")
+    stage("check", [onnxc, "run", os.path.join(d, "m.onnx"), "--input",
+                    "input_ids=" + os.path.join(d, "ids.npy"), "-o", out])
+    if "check" in chosen:
         check = compare(d, out)
-    if not a.no_peer:
+    if "peer" in chosen:
         if mem_available() < (17 << 30):
             rows.append(("peer", False, 0, 0, "not run: %.1f GB available, 17 needed" % (mem_available() / 2**30)))
         else:
