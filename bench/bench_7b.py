@@ -30,6 +30,8 @@ of the whole pipeline is the largest stage's:
           with the checkpoint's weights, external data, under a watchdog
           that kills it past --peer-cap-gb of RSS or when the machine has
           under 1.5 GB available; its wall time and peak, or how it failed
+  peercheck  the peer's file run by `onnxc run` on the same ids, compared
+          with the reference the same way
 
 Stage times and peak RSS are printed as a table; the conversion is the
 bridge and onnxc stages, compared with the peer.  The checkpoint is kept
@@ -412,7 +414,7 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--skip-check", action="store_true", help="no eager run and no onnxc run")
     ap.add_argument("--peer-cap-gb", type=float, default=17.0)
-    ap.add_argument("--stages", default="ckpt,bridge,onnxc,eager,check,peer",
+    ap.add_argument("--stages", default="ckpt,bridge,onnxc,eager,check,peer,peercheck",
                     help="the stages to run, comma-separated; a later one reuses an earlier one's files "
                     "from DIR (run before with --keep)")
     ap.add_argument("--stage", help=argparse.SUPPRESS)
@@ -448,7 +450,7 @@ def main():
               flush=True)
         if not ok and must:
             print(note)
-            report(rows, d, ckpt, None)
+            report(rows, d, ckpt, None, None)
             sys.exit(1)
         return ok
 
@@ -471,10 +473,16 @@ def main():
             rows.append(("peer", False, 0, 0, "not run: %.1f GB available, 17 needed" % (mem_available() / 2**30)))
         else:
             stage("peer", me + ["--stage", "peer"], cap=int(a.peer_cap_gb * 1e9), must=False)
-    report(rows, d, ckpt, check)
+    peer_check = None
+    if "peercheck" in chosen and os.path.exists(os.path.join(d, "peer.onnx")):
+        out = os.path.join(d, "peer_out.safetensors")
+        if stage("peercheck", [onnxc, "run", os.path.join(d, "peer.onnx"), "--input",
+                               "input_ids=" + os.path.join(d, "ids.npy"), "-o", out], must=False):
+            peer_check = compare(d, out)
+    report(rows, d, ckpt, check, peer_check)
     if not a.keep:
         for n in ("m.fxir", "m.onnx", "peer.onnx", "peer.onnx.data", "ids.npy", "ref.npy",
-                  "onnxc_out.safetensors"):
+                  "onnxc_out.safetensors", "peer_out.safetensors"):
             if os.path.exists(os.path.join(d, n)):
                 os.unlink(os.path.join(d, n))
 
@@ -506,7 +514,7 @@ def compare(d, out):
             "argmax_agree": float((top_ref == top_got).mean())}
 
 
-def report(rows, d, ckpt, check):
+def report(rows, d, ckpt, check, peer_check):
     size = os.path.getsize(ckpt) if os.path.exists(ckpt) else 0
     print()
     print("checkpoint %s: %.2f GB" % (ckpt, size / 1e9))
@@ -533,11 +541,12 @@ def report(rows, d, ckpt, check):
                   % (peer[0][2], peer[0][3] / 1e9, peer[0][2] / wall))
         elif peer:
             print("peer torch.onnx.export(dynamo=True): failed: %s" % peer[0][4].splitlines()[0])
-    if check:
-        print("logits %s: max |onnxc - eager| %.4g, mean %.4g (largest |logit| %.3g, std %.3g); "
-              "argmax agrees on %.0f%% of positions" % (check["shape"], check["max_abs"], check["mean_abs"],
-                                                        check["ref_max"], check["ref_std"],
-                                                        100 * check["argmax_agree"]))
+    for what, c in (("onnxc's m.onnx", check), ("the peer's peer.onnx", peer_check)):
+        if c:
+            print("logits of %s in onnxc run %s: max |diff to eager| %.4g, mean %.4g (largest |logit| %.3g, "
+                  "std %.3g); argmax agrees on %.0f%% of positions" % (what, c["shape"], c["max_abs"], c["mean_abs"],
+                                                                       c["ref_max"], c["ref_std"],
+                                                                       100 * c["argmax_agree"]))
 
 
 if __name__ == "__main__":
