@@ -16,7 +16,8 @@ from .dims import (
     _specialized_dim_error,
     _sym_expr,
     _to_export_dims)
-from .meta import _first_lines, _parse_stack_trace, _user_frame, located
+from .meta import (_first_lines, _parse_stack_trace, _user_frame, frames_as_stack_traces,
+                   located, own_stack_traces)
 from .writer import _Export, _op_name
 from .make_fx import _trace_make_fx
 from .progress import Progress
@@ -82,8 +83,9 @@ def _run_capture(how, model, args, kwargs, dynamic_shapes, ds, keep_inplace):
     """(ExportedProgram, None) or (None, make_fx's _Export) from one capture."""
     from torch.export import export as texport
     if how == "torch.export":
-        return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
-                       strict=False), None
+        with own_stack_traces(), _lazy_code():
+            return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
+                           strict=False), None
     if how == "torch.export (strict)":
         return texport(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=ds,
                        strict=True), None
@@ -94,6 +96,22 @@ def _run_capture(how, model, args, kwargs, dynamic_shapes, ds, keep_inplace):
         return draft_export(model, tuple(args), kwargs=kwargs or None,
                             dynamic_shapes=ds), None
     raise ExportError("unknown capture %r (one of %s)" % (how, ", ".join(CAPTURES)))
+
+
+@contextlib.contextmanager
+def _lazy_code():
+    """The GraphModules the trace makes generate their Python code when
+    first run rather than at each recompile: torch.export recompiles its
+    graph six times, and the bridge only reads it (run_decompositions and
+    --save-reference run it: the code is made then).  Without torch's
+    switch nothing changes."""
+    try:
+        from torch.fx._lazy_graph_module import _use_lazy_graph_module
+    except ImportError:
+        yield
+        return
+    with _use_lazy_graph_module(True):
+        yield
 
 
 def _torch_decompositions(ep, names):
@@ -148,6 +166,7 @@ def _trace_torch_export(model, args, kwargs, dynamic_shapes, keep_inplace, captu
 def _decompose(ep, decompose):
     """(ep with PyTorch's decompositions of the ops named in `decompose`,
     or functionalized when none are named; the ops it replaced)."""
+    frames_as_stack_traces(ep.graph_module)
     if not decompose:
         return ep.run_decompositions({}), []   # functionalizes, decomposes nothing
     # A decomposition may make another op of the list (var_mean.dim

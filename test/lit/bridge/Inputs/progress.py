@@ -3,7 +3,7 @@
     progress.py units          Progress on its own: shown always, never, and
                                by default only once `after` seconds passed
     progress.py bridge DIR     the bridge's stages of a small model's export
-    progress.py cli DIR        `python -m onnxc --progress` and the default
+    progress.py cli DIR        `python -m onnxc --progress` and --no-progress
 """
 import io
 import os
@@ -72,7 +72,7 @@ def cli(d):
     with open(os.path.join(d, "net.py"), "w") as f:
         f.write(MODEL)
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    for flag in (["--progress"], []):
+    for flag in (["--progress"], ["--no-progress"]):
         r = subprocess.run([sys.executable, "-m", "onnxc", "--module", os.path.join(d, "net.py:Net"),
                             "--input-shape", "2,4", "-o", os.path.join(d, "net.onnx")] + flag,
                            capture_output=True, text=True, env=env, cwd=d)
