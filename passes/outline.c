@@ -11,8 +11,22 @@
  * Identical instances share one function.  A body is encoded as a stream of
  * tokens (class, ops, attributes, result types, operands as positions
  * relative to the body's inputs and results; onnx::Constant operands by
- * value), hashed once and looked up in a HashMap: linear time.  Bodies that
- * differ get their own function: Linear, then Linear_2, Linear_3.
+ * value at their first use), hashed once and looked up in a HashMap:
+ * linear time.  Bodies that differ get their own function: Linear, then
+ * Linear_2, Linear_3.
+ *
+ * Instances that differ only in literal attributes (a LeakyRelu's alpha, a
+ * LayerNormalization's epsilon, a child call's attributes) or in the value
+ * of a constant they read (an eps written out) share one function too,
+ * with those literals as its attributes: the body reads `@alpha`, and each
+ * call passes its own value, as a TorchScript export of a module with
+ * constant attributes does.  Literal tokens that may become attributes
+ * hash by their kind only, so such instances meet in one bucket; the
+ * instances of one depth are encoded first and grouped, a literal that
+ * differs within a group becomes an attribute (named after the node's
+ * attribute, `value` for a constant), and the others stay in the body.  A
+ * function made earlier is reused when every literal it fixed is the
+ * group's too.
  *
  * An onnx::Constant without operands belongs to no instance: every body
  * that reads one gets its own copy, so instances stay identical when cse
@@ -34,7 +48,12 @@ typedef struct Tok {
 	const Arg *lit;             /* compared with arg_identical, or NULL */
 	const Type *ty;             /* compared with type_equal when typed */
 	uint8_t typed;
+	uint8_t param;              /* lit may become a function attribute: x is its kind */
 } Tok;
+
+/* Where a param token's literal is: attribute kw of member k of the
+ * instance, or of its free constant -1-k. */
+typedef struct Site { int32_t k; uint32_t kw; } Site;
 
 typedef VEC(Tok) TokVec;
 typedef VEC(ValueId) IdVec;
@@ -52,7 +71,19 @@ typedef struct Body {           /* a function made by this pass */
 	uint64_t hash;
 	Tok *tok;
 	uint32_t ntok;
+	Sym *attr;                  /* by param token: the attribute it became, or 0 */
+	struct Body *next;          /* same structure, other fixed literals */
 } Body;
+
+typedef struct Enc {            /* an instance encoded, waiting for its call */
+	uint32_t inst, group;       /* group: the index of its group's first Enc */
+	Tok *tok;
+	uint32_t ntok, nin, nout, nconst, nsite;
+	ValueId *in, *out, *consts;
+	Site *site;
+	uint8_t *vary;              /* first of a group: by param, differs in the group */
+	Body *body;                 /* first of a group: the function it calls */
+} Enc;
 
 typedef struct Outline {
 	Module *m;
@@ -77,12 +108,14 @@ typedef struct Outline {
 	/* the instance being encoded */
 	TokVec tok;
 	IdVec in, out, consts;
+	VEC(Site) sites;
 	uint32_t nlocal;
 	uint32_t done, left;        /* instances outlined and left inline */
 } Outline;
 
 /* ---- tokens -------------------------------------------------------------- */
-enum { T_VAL = 1, T_CONST, T_LIST, T_LIT, T_NODE, T_KW, T_TYPE, T_NONE };
+enum { T_VAL = 1, T_CONST, T_LIST, T_LIT, T_NODE, T_KW, T_TYPE, T_NONE, T_CREF };
+enum { CONST_BIT = 1u << 31 };  /* code of a free constant: CONST_BIT | its number */
 
 static uint64_t type_hash(const Type *t)
 {
@@ -94,14 +127,57 @@ static uint64_t type_hash(const Type *t)
 	return t->elem ? hash_u64(h ^ type_hash(t->elem)) : h;
 }
 
-static void push(Outline *o, uint64_t x) { XVEC_PUSH(o->tok, ((Tok){ x, NULL, NULL, 0 })); }
-static void push_lit(Outline *o, const Arg *a) { XVEC_PUSH(o->tok, ((Tok){ arg_hash(a), a, NULL, 0 })); }
-static void push_type(Outline *o, const Type *t) { XVEC_PUSH(o->tok, ((Tok){ type_hash(t), NULL, t, 1 })); }
+static void push(Outline *o, uint64_t x) { XVEC_PUSH(o->tok, ((Tok){ x, NULL, NULL, 0, 0 })); }
+static void push_lit(Outline *o, const Arg *a) { XVEC_PUSH(o->tok, ((Tok){ arg_hash(a), a, NULL, 0, 0 })); }
+static void push_type(Outline *o, const Type *t) { XVEC_PUSH(o->tok, ((Tok){ type_hash(t), NULL, t, 1, 0 })); }
+
+/* A literal ONNX can pass as a function attribute: INT, FLOAT, STRING,
+ * TENSOR and their lists. */
+static int attr_literal(const Arg *a)
+{
+	switch (a->kind) {
+	case A_INT: case A_BOOL: case A_FLOAT: case A_STR: case A_IDENT: case A_TENSOR:
+		return 1;
+	case A_LIST:
+		for (uint32_t i = 0; i < a->n; i++)
+			if (a->u.list[i].kind != A_INT && a->u.list[i].kind != A_FLOAT && a->u.list[i].kind != A_STR)
+				return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Attribute kw of site k: a param token when it can be an attribute. */
+static void push_attr(Outline *o, const Arg *a, int32_t k, uint32_t kw)
+{
+	if (!attr_literal(a)) {
+		push_lit(o, a);
+		return;
+	}
+	uint64_t kind = (uint64_t)a->kind << 8 | (a->kind == A_LIST && a->n ? a->u.list[0].kind : a->elem);
+	XVEC_PUSH(o->tok, ((Tok){ hash_u64(kind ^ 0xa77u), a, NULL, 0, 1 }));
+	XVEC_PUSH(o->sites, ((Site){ k, kw }));
+}
 
 static int free_const(const Node *n) { return n && n->op == OP_ONNX_Constant && n->nargs == 0 && n->nres == 1; }
 
+/* Free constant j, at its first use: its attributes and type. */
+static void enc_const(Outline *o, ValueId v, uint32_t j)
+{
+	const Node *c = def_of(o->m, v);
+	push(o, T_CONST);
+	push(o, c->nkw);
+	for (uint32_t i = 0; i < c->nkw; i++) {
+		push(o, c->kw[i].name);
+		push_attr(o, &c->kw[i].val, -1 - (int32_t)j, i);
+	}
+	push_type(o, val(o->m, v)->type);
+}
+
 /* v is a graph value being encoded: a result of the body, an input
- * (numbered at its first use) or a free constant (by value). */
+ * (numbered at its first use) or a free constant (by value at its first
+ * use, by number after). */
 static void enc_value(Outline *o, ValueId v)
 {
 	if (v == VNONE) {
@@ -112,26 +188,16 @@ static void enc_value(Outline *o, ValueId v)
 		Node *d = def_of(o->m, v);
 		o->stamp[v] = o->serial;
 		if (free_const(d)) {
-			o->code[v] = 0;
+			o->code[v] = CONST_BIT | o->consts.n;
 			XVEC_PUSH(o->consts, v);
-		} else {
-			o->code[v] = 2 * o->in.n + 2;
-			XVEC_PUSH(o->in, v);
+			enc_const(o, v, o->consts.n - 1);
+			return;
 		}
+		o->code[v] = 2 * o->in.n + 2;
+		XVEC_PUSH(o->in, v);
 	}
-	if (o->code[v]) {
-		push(o, T_VAL);
-		push(o, o->code[v]);
-		return;
-	}
-	const Node *c = def_of(o->m, v);
-	push(o, T_CONST);
-	push(o, c->nkw);
-	for (uint32_t i = 0; i < c->nkw; i++) {
-		push(o, c->kw[i].name);
-		push_lit(o, &c->kw[i].val);
-	}
-	push_type(o, val(o->m, v)->type);
+	push(o, o->code[v] & CONST_BIT ? T_CREF : T_VAL);
+	push(o, o->code[v]);
 }
 
 static void enc_arg(Outline *o, const Arg *a)
@@ -149,7 +215,9 @@ static void enc_arg(Outline *o, const Arg *a)
 	}
 }
 
-static void enc_node(Outline *o, const Node *n)
+/* Member k of the instance.  Its attributes may become the function's,
+ * but not an ATen call's arguments (they are not ONNX attributes). */
+static void enc_node(Outline *o, const Node *n, uint32_t k)
 {
 	push(o, T_NODE);
 	push(o, (uint64_t)n->domain << 32 | n->name);
@@ -159,7 +227,12 @@ static void enc_node(Outline *o, const Node *n)
 	for (uint32_t i = 0; i < n->nkw; i++) {
 		push(o, T_KW);
 		push(o, n->kw[i].name);
-		enc_arg(o, &n->kw[i].val);
+		if (n->domain != S_aten && attr_literal(&n->kw[i].val)) {
+			push(o, T_LIT);
+			push_attr(o, &n->kw[i].val, (int32_t)k, i);
+		} else {
+			enc_arg(o, &n->kw[i].val);
+		}
 	}
 	for (uint32_t i = 0; i < n->nres; i++) {
 		ValueId r = n->res[i];
@@ -181,13 +254,13 @@ static int is_weight(Module *m, ValueId v)
 /* Encodes instance x: fills o->tok, o->in, o->out and o->consts. */
 static void encode(Outline *o, const Inst *x)
 {
-	o->tok.n = o->in.n = o->out.n = o->consts.n = 0;
+	o->tok.n = o->in.n = o->out.n = o->consts.n = o->sites.n = 0;
 	o->nlocal = 0;
 	o->serial++;
 	push(o, x->cls);
 	for (uint32_t k = 0; k < x->mem.n; k++) {
 		const Node *n = o->node[x->mem.v[k]];
-		enc_node(o, n);
+		enc_node(o, n, k);
 		for (uint32_t i = 0; i < n->nres; i++)
 			if (n->res[i] && o->is_out[n->res[i]])
 				XVEC_PUSH(o->out, n->res[i]);
@@ -222,12 +295,13 @@ static uint64_t tok_hash(const Tok *t, uint32_t n)
 	return hash_u64(h);
 }
 
+/* The same structure: param literals are not compared (their kinds are). */
 static int tok_same(const Tok *a, const Tok *b, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (a[i].x != b[i].x || a[i].typed != b[i].typed)
+		if (a[i].x != b[i].x || a[i].typed != b[i].typed || a[i].param != b[i].param)
 			return 0;
-		if (a[i].lit && !arg_identical(a[i].lit, b[i].lit))
+		if (a[i].lit && !a[i].param && !arg_identical(a[i].lit, b[i].lit))
 			return 0;
 		if (a[i].typed && !type_equal(a[i].ty, b[i].ty))
 			return 0;
@@ -238,8 +312,18 @@ static int tok_same(const Tok *a, const Tok *b, uint32_t n)
 static int body_is(uintptr_t item, const void *key)
 {
 	const Body *b = (const Body *)item;
-	const TokVec *t = key;
-	return b->ntok == t->n && tok_same(b->tok, t->v, t->n);
+	const Enc *e = key;
+	return b->ntok == e->ntok && tok_same(b->tok, e->tok, e->ntok);
+}
+
+typedef struct EKey { const Enc *base, *e; } EKey;
+
+/* item: 1 + the index of an Enc in key->base. */
+static int enc_is(uintptr_t item, const void *key)
+{
+	const EKey *k = key;
+	const Enc *a = &k->base[item - 1], *b = k->e;
+	return a->ntok == b->ntok && tok_same(a->tok, b->tok, b->ntok);
 }
 
 int outline_record_is(uintptr_t item, const void *call) { return ((const OutlineRecord *)item)->call == call; }
@@ -507,70 +591,137 @@ static void copy_const(ValueId v, void *ctx)
 		clone_into(o, c->names, c->b, def_of(o->m, v));
 }
 
-/* The function for instance x, made from its nodes (o->in, o->out filled). */
-static Func *make_func(Outline *o, const Inst *x)
+/* Param tokens' literals of e, in order. */
+static const Arg **param_lits(const Enc *e)
+{
+	const Arg **v = xreallocarray(NULL, e->nsite + 1, sizeof *v);
+	uint32_t p = 0;
+	for (uint32_t i = 0; i < e->ntok; i++)
+		if (e->tok[i].param)
+			v[p++] = e->tok[i].lit;
+	return v;
+}
+
+/* The body node of site s (after make_func cloned e's nodes). */
+static Node *site_node(Outline *o, Node **memc, const Enc *e, Site s)
+{
+	return s.k >= 0 ? memc[s.k] : def_of(o->m, bmapped(o, e->consts[-1 - s.k]));
+}
+
+/* The function for instance x, made from its nodes (o->in, o->out filled);
+ * the literals of e's param tokens marked in b->attr read the function's
+ * attributes. */
+static Func *make_func(Outline *o, const Inst *x, const Enc *e, Body *b)
 {
 	Module *m = o->m;
 	Func *f = ARENA_NEW(&m->arena, Func);
 	f->domain = S_modules;
 	f->name = unique_name(&o->fnames, short_class(x->cls), 2);
 	f->loc = o->node[x->mem.v[0]]->loc;
-	Graph *b = graph_new(m, f->name, NULL);
-	b->loc = f->loc;
-	f->body = b;
+	Graph *g = graph_new(m, f->name, NULL);
+	g->loc = f->loc;
+	f->body = g;
 	HashMap names = { 0 };
 	o->serial++;
-	b->nin = o->in.n;
-	b->in = ARENA_ARRAY(&m->arena, ValueId, o->in.n + 1);
+	g->nin = o->in.n;
+	g->in = ARENA_ARRAY(&m->arena, ValueId, o->in.n + 1);
 	for (uint32_t i = 0; i < o->in.n; i++)
-		b->in[i] = body_value(o, &names, b, o->in.v[i], VK_INPUT, local_name(val(m, o->in.v[i])->name, x->path));
-	ConstCtx cc = { o, &names, b };
+		g->in[i] = body_value(o, &names, g, o->in.v[i], VK_INPUT, local_name(val(m, o->in.v[i])->name, x->path));
+	ConstCtx cc = { o, &names, g };
+	Node **memc = xreallocarray(NULL, x->mem.n + 1, sizeof *memc);
 	for (uint32_t k = 0; k < x->mem.n; k++) {
 		const Node *n = o->node[x->mem.v[k]];
 		node_each_use(n, copy_const, &cc);
-		clone_into(o, &names, b, n);
+		memc[k] = clone_into(o, &names, g, n);
 	}
-	b->nout = o->out.n;
-	b->out = ARENA_ARRAY(&m->arena, ValueId, o->out.n + 1);
+	g->nout = o->out.n;
+	g->out = ARENA_ARRAY(&m->arena, ValueId, o->out.n + 1);
 	for (uint32_t i = 0; i < o->out.n; i++)
-		b->out[i] = bmapped(o, o->out.v[i]);
+		g->out[i] = bmapped(o, o->out.v[i]);
 	hashmap_free(&names);
+	f->attrs = ARENA_ARRAY(&m->arena, Sym, e->nsite + 1);
+	for (uint32_t p = 0; p < e->nsite; p++) {
+		if (!b->attr[p])
+			continue;
+		Node *n = site_node(o, memc, e, e->site[p]);
+		n->kw[e->site[p].kw].val = (Arg){ .kind = A_ATTRREF, .u.sym = b->attr[p] };
+		f->attrs[f->nattr++] = b->attr[p];
+	}
+	free(memc);
 	VEC_PUSH(&m->arena, m->funcs, f);
 	return f;
 }
 
-/* The function instance x calls: an identical body made before, or a new one. */
-static Func *func_for(Outline *o, const Inst *x)
+/* b fixes no literal of the group of r that differs from its own. */
+static int body_fits(const Body *b, const Enc *r)
 {
-	uint64_t h = tok_hash(o->tok.v, o->tok.n);
-	Body *b = (Body *)hashmap_get(&o->bodies, h, body_is, &o->tok);
-	if (b)
-		return b->f;
-	b = xcalloc(1, sizeof *b);
+	uint32_t p = 0;
+	for (uint32_t i = 0; i < b->ntok; i++) {
+		if (!b->tok[i].param)
+			continue;
+		if (!b->attr[p] && (r->vary[p] || !arg_identical(b->tok[i].lit, r->tok[i].lit)))
+			return 0;
+		p++;
+	}
+	return 1;
+}
+
+/* The function the group whose first instance is r calls: one made before
+ * that fits it, or a new one whose attributes are the literals that vary
+ * in the group, named after the attribute they were. */
+static Body *func_for(Outline *o, const Inst *x, Enc *r)
+{
+	uint64_t h = tok_hash(r->tok, r->ntok);
+	Body *first = (Body *)hashmap_get(&o->bodies, h, body_is, r);
+	for (Body *b = first; b; b = b->next)
+		if (body_fits(b, r))
+			return b;
+	Body *b = xcalloc(1, sizeof *b);
 	b->hash = h;
-	b->ntok = o->tok.n;
-	b->tok = xreallocarray(NULL, o->tok.n + 1, sizeof *b->tok);
-	memcpy(b->tok, o->tok.v, o->tok.n * sizeof *b->tok);
+	b->ntok = r->ntok;
+	b->tok = xreallocarray(NULL, r->ntok + 1, sizeof *b->tok);
+	memcpy(b->tok, r->tok, r->ntok * sizeof *b->tok);
+	b->attr = xcalloc(r->nsite + 1, sizeof *b->attr);
+	HashMap names = { 0 };
+	for (uint32_t p = 0; p < r->nsite; p++) {
+		if (!r->vary[p])
+			continue;
+		Site s = r->site[p];
+		const Node *n = s.k >= 0 ? o->node[x->mem.v[s.k]] : def_of(o->m, r->consts[-1 - s.k]);
+		b->attr[p] = unique_name(&names, n->kw[s.kw].name, 2);
+	}
+	hashmap_free(&names);
 	XVEC_PUSH(o->all, b);
-	IdVec in = o->in, out = o->out;     /* make_func reuses the stamps */
-	b->f = make_func(o, x);
-	o->in = in;
-	o->out = out;
-	hashmap_intern(&o->bodies, h, body_is, &o->tok, (uintptr_t)b);
-	return b->f;
+	b->f = make_func(o, x, r, b);
+	if (first) {
+		b->next = first->next;
+		first->next = b;
+	} else {
+		hashmap_intern(&o->bodies, h, body_is, r, (uintptr_t)b);
+	}
+	return b;
 }
 
 /* ---- replacing an instance by a call ---------------------------------------- */
-static void replace(Outline *o, uint32_t i, Func *f)
+/* The call passes e's own literal for each attribute of b's function. */
+static void replace(Outline *o, uint32_t i, const Body *b, const Enc *e)
 {
 	Module *m = o->m;
 	Graph *g = o->g;
+	Func *f = b->f;
 	Inst *x = &o->insts.v[i];
 	uint32_t first = x->mem.v[0], last = x->mem.v[x->mem.n - 1];
 	Node *n0 = o->node[first];
-	Node *call = node_new(m, f->domain, f->name, o->out.n, o->in.n, 0);
+	Node *call = node_new(m, f->domain, f->name, o->out.n, o->in.n, f->nattr);
 	for (uint32_t k = 0; k < o->in.n; k++)
 		call->args[k] = (Arg){ .kind = A_VALUE, .u.v = o->in.v[k] };
+	const Arg **lits = param_lits(e);
+	for (uint32_t p = 0, a = 0; p < e->nsite; p++)
+		if (b->attr[p]) {
+			call->kw[a].name = b->attr[p];
+			call->kw[a++].val = arg_copy(&m->arena, lits[p]);
+		}
+	free(lits);
 	Prov *p = ARENA_NEW(&m->arena, Prov);
 	uint32_t depth = 0;
 	while (n0->prov->scope[depth].path != x->path || n0->prov->scope[depth].cls != x->cls)
@@ -645,10 +796,72 @@ static void refuse_overlaps(Outline *o)
 	}
 }
 
+/* The encoding just made (o->tok, in, out, consts, sites), kept for instance i. */
+static Enc save(Outline *o, uint32_t i)
+{
+	Enc e = { .inst = i, .ntok = o->tok.n, .nin = o->in.n, .nout = o->out.n,
+		.nconst = o->consts.n, .nsite = o->sites.n };
+	e.tok = xreallocarray(NULL, e.ntok + 1, sizeof *e.tok);
+	memcpy(e.tok, o->tok.v, e.ntok * sizeof *e.tok);
+	e.in = xreallocarray(NULL, e.nin + 1, sizeof *e.in);
+	memcpy(e.in, o->in.v, e.nin * sizeof *e.in);
+	e.out = xreallocarray(NULL, e.nout + 1, sizeof *e.out);
+	memcpy(e.out, o->out.v, e.nout * sizeof *e.out);
+	e.consts = xreallocarray(NULL, e.nconst + 1, sizeof *e.consts);
+	memcpy(e.consts, o->consts.v, e.nconst * sizeof *e.consts);
+	e.site = xreallocarray(NULL, e.nsite + 1, sizeof *e.site);
+	memcpy(e.site, o->sites.v, e.nsite * sizeof *e.site);
+	return e;
+}
+
+/* o->in, out and consts become e's again (replace and make_func read them). */
+static void restore(Outline *o, const Enc *e)
+{
+	o->in.n = o->out.n = o->consts.n = 0;
+	for (uint32_t k = 0; k < e->nin; k++)
+		XVEC_PUSH(o->in, e->in[k]);
+	for (uint32_t k = 0; k < e->nout; k++)
+		XVEC_PUSH(o->out, e->out[k]);
+	for (uint32_t k = 0; k < e->nconst; k++)
+		XVEC_PUSH(o->consts, e->consts[k]);
+}
+
+static void enc_free(Enc *e)
+{
+	free(e->tok);
+	free(e->in);
+	free(e->out);
+	free(e->consts);
+	free(e->site);
+	free(e->vary);
+}
+
+/* Instances of one structure form a group (its first Enc); a param
+ * literal that differs from the first's anywhere in the group varies. */
+static void group(Enc *e, uint32_t ne)
+{
+	HashMap groups = { 0 };
+	for (uint32_t j = 0; j < ne; j++) {
+		EKey k = { e, &e[j] };
+		uint32_t r = (uint32_t)hashmap_intern(&groups, tok_hash(e[j].tok, e[j].ntok), enc_is, &k, j + 1) - 1;
+		e[j].group = r;
+		if (r == j) {
+			e[j].vary = xcalloc(e[j].nsite + 1, 1);
+			continue;
+		}
+		for (uint32_t i = 0, p = 0; i < e[j].ntok; i++)
+			if (e[j].tok[i].param)
+				e[r].vary[p++] |= !arg_identical(e[j].tok[i].lit, e[r].tok[i].lit);
+	}
+	hashmap_free(&groups);
+}
+
 static void outline_depth(Outline *o, uint32_t d)
 {
 	level_build(o, d);
 	refuse_overlaps(o);
+	Enc *e = xcalloc(o->insts.n + 1, sizeof *e);
+	uint32_t ne = 0;
 	for (uint32_t i = 0; i < o->insts.n; i++) {
 		Inst *x = &o->insts.v[i];
 		if (!x->selected)
@@ -660,9 +873,22 @@ static void outline_depth(Outline *o, uint32_t d)
 			continue;
 		}
 		encode(o, x);
-		replace(o, i, func_for(o, x));
+		e[ne++] = save(o, i);
+	}
+	group(e, ne);
+	for (uint32_t j = 0; j < ne; j++) {
+		Enc *r = &e[e[j].group];
+		if (!r->body) {
+			restore(o, r);
+			r->body = func_for(o, &o->insts.v[r->inst], r);
+		}
+		restore(o, &e[j]);
+		replace(o, e[j].inst, r->body, &e[j]);
 		o->done++;
 	}
+	for (uint32_t j = 0; j < ne; j++)
+		enc_free(&e[j]);
+	free(e);
 }
 
 static void outline_graph(Outline *o, Graph *g)
@@ -689,6 +915,7 @@ Status pass_outline(Module *m, const PassOptions *opt)
 	level_reset(&o);
 	for (uint32_t i = 0; i < o.all.n; i++) {
 		free(o.all.v[i]->tok);
+		free(o.all.v[i]->attr);
 		free(o.all.v[i]);
 	}
 	free(o.all.v);
@@ -699,6 +926,7 @@ Status pass_outline(Module *m, const PassOptions *opt)
 	free(o.in.v);
 	free(o.out.v);
 	free(o.consts.v);
+	free(o.sites.v);
 	free(o.node);
 	free(o.inst);
 	free(o.taint);
