@@ -157,20 +157,23 @@ class _QAddExact(torch.nn.Module):
         self.inv_scale = _f32(1.0 / torch.tensor(qp.scale, dtype=torch.float32))
 
     @staticmethod
-    def dequantized(x, qp):
-        q = _decomposed().quantize_per_tensor.default(x, *qp.args())
+    def dequantized(x, qp, q):
+        if q is None:
+            q = _decomposed().quantize_per_tensor.default(x, *qp.args())
         premul = _f32(_f32(qp.scale) * -qp.zero_point)
         return (q.to(torch.float64) * _f32(qp.scale) + premul).to(torch.float32)
 
-    def forward(self, a, b):
-        y = self.dequantized(a, self.qa) + self.dequantized(b, self.qb)
+    def forward(self, a, b, qa=None, qb=None):
+        """(the sum's integers, its dequantized values); qa, qb the
+        inputs' integers when the caller has them."""
+        y = self.dequantized(a, self.qa, qa) + self.dequantized(b, self.qb, qb)
         if self.relu and not self.qp.clamps_at_zero():
             y = torch.relu(y)
         y = y * self.inv_scale
         qd = _decomposed()
         unit = QParams(1.0, self.qp.zero_point, self.qp.qdtype)
         q = qd.quantize_per_tensor.default(y, *unit.args())
-        return qd.dequantize_per_tensor.default(q, *self.qp.args())
+        return q, qd.dequantize_per_tensor.default(q, *self.qp.args())
 
 
 def _weight_buffers(mod, w):
@@ -245,7 +248,9 @@ class _QWeighted(torch.nn.Module):
             qp = QParams(1.0, qp.zero_point, qp.qdtype)
         return qd.dequantize_per_tensor.default(self.weight, *qp.args())
 
-    def forward(self, x):
+    def forward(self, x, xq=None):
+        """qdq: the dequantized output; exact: (its integers, it), xq the
+        input's integers when the caller has them."""
         if self.form != "exact":
             y = self.fn(x, self.dequantized_weight(), self.bias, **self.kw)
             if self.relu and not self.qp.clamps_at_zero():
@@ -253,7 +258,8 @@ class _QWeighted(torch.nn.Module):
             return _qdq(y, self.qp)
         qd = _decomposed()
         unit_in = QParams(1.0, self.qp_in.zero_point, self.qp_in.qdtype)
-        xq = qd.quantize_per_tensor.default(x, *self.qp_in.args())
+        if xq is None:
+            xq = qd.quantize_per_tensor.default(x, *self.qp_in.args())
         xi = qd.dequantize_per_tensor.default(xq, *unit_in.args())
         acc = self.fn(xi, self.dequantized_weight(unit=True), None, **self.kw)
         y = acc * self.acc_scale
@@ -264,7 +270,7 @@ class _QWeighted(torch.nn.Module):
             y = torch.relu(y)
         unit_out = QParams(1.0, self.qp.zero_point, self.qp.qdtype)
         q = qd.quantize_per_tensor.default(y, *unit_out.args())
-        return qd.dequantize_per_tensor.default(q, *self.qp.args())
+        return q, qd.dequantize_per_tensor.default(q, *self.qp.args())
 
 
 def _conv_fn(src):
@@ -363,6 +369,7 @@ class _Lowering:
         self.env = {}      # old node -> new node (a float tensor for quantized values)
         self.qp = {}       # old node -> QParams of a quantized value
         self.root = {}     # qualified name -> module or tensor of the new GraphModule
+        self.q_of = {}     # new dequantized node -> the new u8/i8 node it dequantizes
         self.count = 0
         self.qops = _quantized_ops()
 
@@ -403,7 +410,28 @@ class _Lowering:
         """Nodes quantizing x with qp and dequantizing the result."""
         qd = _decomposed()
         q = self.graph.call_function(qd.quantize_per_tensor.default, (x,) + qp.args())
-        return self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + qp.args())
+        dq = self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + qp.args())
+        self.q_of[dq] = q
+        return dq
+
+    def integers(self, old):
+        """The u8/i8 tensor behind the quantized value `old` when the graph
+        has it (made by a quantization here), else None: the exact form
+        reads it instead of quantizing the dequantized values again."""
+        return self.q_of.get(self.env[old])
+
+    def exact_call(self, node, module, old_inputs):
+        """A call of an exact-form module: its float inputs and their
+        integer tensors (or None); it returns (q, dequantized)."""
+        args = [self.env[o] for o in old_inputs] + [self.integers(o) for o in old_inputs]
+        if node.op == "call_module":
+            out = self.module_call(node, module, args)
+        else:
+            out = self.new_module(node, module, args)
+        q = self.graph.call_function(operator.getitem, (out, 0))
+        dq = self.graph.call_function(operator.getitem, (out, 1))
+        self.q_of[dq] = q
+        return dq
 
     def module_call(self, node, module, args, kwargs=None):
         self.root[node.target] = module
@@ -486,10 +514,14 @@ class _Lowering:
         if kind == "module":
             if isinstance(obj, _QWeighted):
                 obj.set_input(self.qp[node.args[0]])
+                if obj.form == "exact":
+                    return self.exact_call(node, obj, [node.args[0]]), obj.qp
             return self.module_call(node, obj, [x]), obj.qp
         qp = self.qp[node.args[0]]
         if kind == "input" and self.form == "exact" and isinstance(obj, _AVERAGE_MODULES):
             return self.averaged(node, qp, obj), qp
+        if kind == "keep" and isinstance(obj, (torch.nn.Identity, torch.nn.Dropout)):
+            return x, qp   # the identity in eval mode: no node
         y = self.module_call(node, obj, [x])
         if kind == "keep":
             return y, qp
@@ -502,14 +534,18 @@ class _Lowering:
         qd = _decomposed()
         unit = QParams(1.0, qp.zero_point, qp.qdtype)
         x = node.args[0]
-        q = self.graph.call_function(qd.quantize_per_tensor.default, (self.env[x],) + qp.args())
+        q = self.integers(x)
+        if q is None:
+            q = self.graph.call_function(qd.quantize_per_tensor.default, (self.env[x],) + qp.args())
         xi = self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + unit.args())
         if module is not None:
             y = self.module_call(node, module, [xi])
         else:
             y = self.graph.node_copy(node, lambda n: xi if n is x else self.env[n])
         q = self.graph.call_function(qd.quantize_per_tensor.default, (y,) + unit.args())
-        return self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + qp.args())
+        dq = self.graph.call_function(qd.dequantize_per_tensor.default, (q,) + qp.args())
+        self.q_of[dq] = q
+        return dq
 
     def lower_qop(self, node):
         fn, listed, without_relu = self.qops[node.target]
@@ -535,7 +571,8 @@ class _Lowering:
             add = node.target in (torch.ops.quantized.add, torch.ops.quantized.add_relu)
             if self.form == "exact" and add and qb is not None:
                 relu = node.target is torch.ops.quantized.add_relu
-                return self.new_module(node, _QAddExact(qp_in, qb, qp, relu), args), qp
+                module = _QAddExact(qp_in, qb, qp, relu)
+                return self.exact_call(node, module, [bound["qa"], bound["qb"]]), qp
         return self.new_module(node, _Requant(fn, qp, kw), args), qp
 
 
