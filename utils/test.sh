@@ -322,6 +322,11 @@ counted "python compat" "rerun with -v -k NAME for the failing test" \
 counted "python compat (torch 2.x)" "rerun with $VPY test/python/test_compat.py -v -k NAME" \
   env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_compat.py
 
+# ---- 6b'''. quantized models on torch 2.x ----
+header "python (torch 2.x): test/python/test_quantized.py (quantized resnet18, mobilenet_v2) in $VENV"
+counted "quantized (torch 2.x)" "rerun with $VPY test/python/test_quantized.py -v -k NAME" \
+  env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_quantized.py
+
 # ---- 6c. the exporter's contract ----
 header "contract: test/contract/run_contract.py"
 counted contract "rerun with -v -k NAME for the failing test" \
