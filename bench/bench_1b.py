@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/bench_1b.py [--config tinyllama|small|tiny] [--layers N]
                                        [--seq 8] [--onnxc PATH] [--keep DIR]
+                                       [--peer-python PY | --no-peer]
 
 Builds a decoder with Llama's architecture (RMSNorm, rotary position
 embeddings, SwiGLU MLP, grouped-query attention, untied output head) from
@@ -15,12 +16,20 @@ three processes, one after the other, each under /usr/bin/time -v:
   2. onnxc   onnxc m.fxir -O2 -o m.onnx -external-data
   3. ort     run m.onnx once in ONNX Runtime (utils/ortlib.py: a server) on the
              same ids and compare with PyTorch's output
+  4. peer     under the torch 2.x environment's Python (--peer-python, by
+             default ~/.cache/onnxc/venv-torch2/bin/python): build the same
+             model (same seed), torch.onnx.export(..., dynamo=True) with
+             external data, run that in ONNX Runtime on the same ids and
+             compare with PyTorch's output there
 
 and prints wall time and peak RSS per stage (a stage's peak is its largest
 process: ORT's is ortlib's server, under the torch 2.x environment's
 Python), the weights' size and the largest tensor's, onnxc's peak
 against the largest tensor, and the max abs difference between ONNX
-Runtime and PyTorch.  --config tinyllama is
+Runtime and PyTorch, for onnxc and for the peer, and the bridge's and
+the peer's stage times.  Stages 1 to 3 run under the Python that runs
+the bench (Debian's torch 1.13 captures with make_fx, torch 2.x with
+torch.export).  --config tinyllama is
 TinyLlama-1.1B's published shape (d 2048, 22 layers, 32 heads, 4 kv heads,
 ffn 5632, vocab 32000); --layers overrides the depth.  Needs about 1.1x the
 weights of free memory and 2.2x of free disk (TMPDIR moves the files).
@@ -146,6 +155,8 @@ def stage_bridge(d, cfg, seq):
     import numpy as np
     import torch
     sys.path.insert(0, os.path.join(REPO, "utils"))
+    # This checkout's onnxc, even where an editable install of another is set up.
+    sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_editable_")]
     import fxir_export
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -164,6 +175,33 @@ def stage_bridge(d, cfg, seq):
     json.dump({"params": sum(p.numel() for p in m.parameters()), "weight_bytes": sum(sizes),
                "largest": max(sizes), "build_s": t1 - t0, "torch_s": t2 - t1, "export_s": t3 - t2},
               open(os.path.join(d, "bridge.json"), "w"))
+
+
+def stage_peer(d, cfg, seq):
+    """torch.onnx.export(dynamo=True) on the same model and ids, timed by
+    its steps, then its file in ONNX Runtime against PyTorch."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.join(REPO, "utils"))
+    import ortlib
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    t0 = time.time()
+    m = build_model(cfg)
+    t1 = time.time()
+    ids = torch.from_numpy(np.load(os.path.join(d, "ids.npy")))
+    with torch.no_grad():
+        ref = m(ids).numpy()
+    t2 = time.time()
+    path = os.path.join(d, "peer.onnx")
+    torch.onnx.export(m, (ids,), path, dynamo=True, external_data=True, input_names=["input_ids"])
+    t3 = time.time()
+    with ortlib.Runner(timeout=3600) as r:
+        out = list(r.run(path, {"input_ids": ids.numpy()}).values())[0]
+    json.dump({"torch": torch.__version__, "build_s": t1 - t0, "torch_s": t2 - t1, "export_s": t3 - t2,
+               "max_abs": float(np.abs(out - ref).max()),
+               "weights_same": bool(np.array_equal(ref, np.load(os.path.join(d, "ref.npy"))))},
+              open(os.path.join(d, "peer.json"), "w"))
 
 
 def stage_ort(d):
@@ -199,6 +237,9 @@ def main():
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--onnxc")
     ap.add_argument("--keep")
+    ap.add_argument("--peer-python", default=os.path.join(os.path.expanduser("~"), ".cache", "onnxc",
+                                                          "venv-torch2", "bin", "python"))
+    ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -209,6 +250,8 @@ def main():
         return stage_bridge(a.dir, cfg, a.seq)
     if a.stage == "ort":
         return stage_ort(a.dir)
+    if a.stage == "peer":
+        return stage_peer(a.dir, cfg, a.seq)
     onnxc = a.onnxc or next((p for p in (os.path.join(REPO, "rel", "onnxc"), os.path.join(REPO, "build", "onnxc"))
                              if os.path.exists(p)), "onnxc")
     d = a.keep or tempfile.mkdtemp(prefix="bench_1b.")
@@ -230,6 +273,12 @@ def main():
         wall, rss = timed(me + ["--stage", "ort"])
         o = json.load(open(os.path.join(d, "ort.json")))
         rows.append(("ONNX Runtime (load + one forward)", wall, rss))
+        peer = None
+        if not a.no_peer and os.path.exists(a.peer_python):
+            wall, rss = timed([a.peer_python] + me[1:] + ["--stage", "peer"])
+            peer = json.load(open(os.path.join(d, "peer.json")))
+            rows.append(("peer: build model, PyTorch forward, torch.onnx.export(dynamo=True), "
+                         "ONNX Runtime", wall, rss))
         print("parameters %d (%.2f B), weights %.1f MB, largest tensor %.1f MB" %
               (b["params"], b["params"] / 1e9, b["weight_bytes"] / 1e6, b["largest"] / 1e6))
         print("bridge: model built in %.1f s, PyTorch forward %.1f s, fxir_export %.1f s" %
@@ -246,6 +295,14 @@ def main():
               (onnxc_rss / 1e6, onnxc_rss / b["largest"], b["largest"] / 1e6))
         print("output %s, max abs difference ORT vs PyTorch %.3g (largest |logit| %.3g)" %
               (o["shape"], o["max_abs"], o["ref_max"]))
+        if peer:
+            conv = b["export_s"] + rows[1][1]
+            print("peer (torch %s): model built in %.1f s, PyTorch forward %.1f s, torch.onnx.export %.1f s; "
+                  "its file in ORT within %.3g of PyTorch%s" %
+                  (peer["torch"], peer["build_s"], peer["torch_s"], peer["export_s"], peer["max_abs"],
+                   "" if peer["weights_same"] else " (its model's weights differ from the bridge stage's)"))
+            print("conversion: fxir_export + onnxc %.1f s against torch.onnx.export %.1f s (%.2fx)" %
+                  (conv, peer["export_s"], peer["export_s"] / conv))
     finally:
         if not a.keep:
             shutil.rmtree(d)
