@@ -22,7 +22,7 @@ void infer_onnx(Infer *I, const Node *n, Type **out)
 		return;
 	}
 	switch (n->op) {
-	case OP_ONNX_Cast:
+	case OP_ONNX_Cast: case OP_ONNX_BitCast:
 		out[0] = like(I, dtype_attr(n, "to"), x);
 		return;
 	case OP_ONNX_CastLike:
@@ -31,6 +31,7 @@ void infer_onnx(Infer *I, const Node *n, Type **out)
 	case OP_ONNX_Identity: case OP_ONNX_Softmax: case OP_ONNX_LogSoftmax: case OP_ONNX_Hardmax:
 	case OP_ONNX_LRN: case OP_ONNX_LpNormalization: case OP_ONNX_MeanVarianceNormalization:
 	case OP_ONNX_InstanceNormalization: case OP_ONNX_GroupNormalization: case OP_ONNX_CumSum:
+	case OP_ONNX_CumProd:
 	case OP_ONNX_Trilu: case OP_ONNX_RotaryEmbedding: case OP_ONNX_RMSNormalization:
 	case OP_ONNX_ScatterElements: case OP_ONNX_ScatterND: case OP_ONNX_Scatter:
 	case OP_ONNX_ReverseSequence: case OP_ONNX_TensorScatter:

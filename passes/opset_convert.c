@@ -1159,7 +1159,8 @@ static Status visit(const GraphVisit *gv, void *ctx)
 			if (n->op != OP_GENERIC)
 				convert_node(&local, n);
 			else if (lowering(&local))
-				/* Newer than ops.def (BitCast, CumProd, SwiGLU, ...). */
+				/* Newer than ops.def (of an opset after the onnx
+				 * package utils/gen_onnx_ops.py last read). */
 				fail(&local, n, "onnxc has no schema for it, so no conversion");
 		}
 	c->errors = local.errors;
