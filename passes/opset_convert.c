@@ -859,6 +859,76 @@ static void expand_layernorm(Conv *c, Node *n)
 		become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ y, scale }, 0);
 }
 
+/* BatchNormalization with training_mode=1 (14) below 14, as ONNX's
+ * reference computes it: the batch's mean and (population) variance over
+ * every dim but the channel (dim 1) normalize x; the running statistics
+ * (results 1 and 2) are input_mean·momentum + mean·(1 − momentum), the
+ * same for the variance.  The input's rank must be known. */
+static ValueId channel_shaped(Conv *c, Node *n, ValueId v, ValueId shape, const char *suffix)
+{
+	Node *r = emit_before(c, n, OP_ONNX_Reshape, 2, 0, NULL, suffix);
+	r->args[0] = val_arg(v);
+	r->args[1] = val_arg(shape);
+	return r->res[0];
+}
+
+static ValueId running(Conv *c, Node *n, ValueId in, ValueId batch, ValueId flat, double mom, const char *suffix)
+{
+	DType dt = type_of(c, in) ? (DType)type_of(c, in)->dtype : DT_F32;
+	ValueId old = binary(c, n, OP_ONNX_Mul, in, const_scalar(c, n, dt, mom), suffix);
+	ValueId cur = binary(c, n, OP_ONNX_Mul, channel_shaped(c, n, batch, flat, suffix),
+			     const_scalar(c, n, dt, 1.0 - mom), suffix);
+	return binary(c, n, OP_ONNX_Add, old, cur, suffix);
+}
+
+static void expand_bn_training(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0), scale = operand(n, 1), bias = operand(n, 2);
+	int32_t r = rank_of(c, x);
+	DType dt = float_dtype(c, n, x);
+	if (dt == DT_UNDEF)
+		return;
+	if (r < 2 || r > MAXR) {
+		fail(c, n, "writing out training_mode=1 needs its input's rank, which is not known");
+		return;
+	}
+	int64_t axes[MAXR], shape[MAXR], flat = -1;
+	uint32_t na = 0;
+	for (int32_t i = 0; i < r; i++) {
+		if (i != 1)
+			axes[na++] = i;
+		shape[i] = i == 1 ? -1 : 1;
+	}
+	double mom = attr_f(n, "momentum", 0.9), eps = attr_f(n, "epsilon", 1e-5);
+	ValueId mean = reduce_mean(c, n, x, axes, na, "mean");
+	ValueId d = binary(c, n, OP_ONNX_Sub, x, mean, "centered");
+	ValueId var = reduce_mean(c, n, binary(c, n, OP_ONNX_Mul, d, d, "sq"), axes, na, "var");
+	ValueId flat_shape = const_ints(c, n, &flat, 1), bshape = const_ints(c, n, shape, (uint32_t)r);
+	if (n->nres > 1 && n->res[1])
+		hand_over(c, n, 1, running(c, n, operand(n, 3), mean, flat_shape, mom, "running_mean"));
+	if (n->nres > 2 && n->res[2])
+		hand_over(c, n, 2, running(c, n, operand(n, 4), var, flat_shape, mom, "running_var"));
+	ValueId sd = unary(c, n, OP_ONNX_Sqrt, binary(c, n, OP_ONNX_Add, var, const_scalar(c, n, dt, eps), "var_eps"), "std");
+	ValueId y = binary(c, n, OP_ONNX_Div, d, sd, "normalized");
+	y = binary(c, n, OP_ONNX_Mul, y, channel_shaped(c, n, scale, bshape, "scale"), "scaled");
+	n->nres = 1;
+	become(c, n, OP_ONNX_Add, 2, (ValueId[]){ y, channel_shaped(c, n, bias, bshape, "bias") }, 0);
+}
+
+/* Reshape's allowzero=1 (14) copies no dim for a 0 in the shape; with a
+ * constant shape holding no 0 it means what older versions compute. */
+static void reshape_allowzero(Conv *c, Node *n)
+{
+	Named *k = kw_find(n, "allowzero");
+	int64_t shape[MAXR];
+	int ns = k && k->val.kind == A_INT && k->val.u.i == 1 && n->nargs > 1 ? read_ints(c, &n->args[1], shape, MAXR) : -1;
+	for (int i = 0; i < ns; i++)
+		if (shape[i] == 0)
+			return;             /* drop_added reports it */
+	if (ns >= 0)
+		kw_drop(n, "allowzero");
+}
+
 /* ---- forms older than 13, raised ------------------------------------------ */
 /* A float attribute as a scalar constant of v's dtype (dflt if absent). */
 static ValueId float_input(Conv *c, Node *n, const char *attr, double dflt, ValueId like)
@@ -1091,6 +1161,15 @@ static void convert_node(Conv *c, Node *n)
 	}
 	if (n->opset > c->to)
 		n->opset = 0;
+	if (lowering(c) && crosses(c, 14) && n->op == OP_ONNX_BatchNormalization) {
+		Named *tm = kw_find(n, "training_mode");
+		if (tm && tm->val.kind == A_INT && tm->val.u.i == 1) {
+			expand_bn_training(c, n);
+			return;
+		}
+	}
+	if (lowering(c) && crosses(c, 14) && n->op == OP_ONNX_Reshape)
+		reshape_allowzero(c, n);
 	if (lowering(c)) {
 		drop_added(c, n);
 		check_values(c, n);
