@@ -795,12 +795,63 @@ static ValueId hand_over(Conv *c, Node *n, uint32_t i, ValueId made)
 	return v;
 }
 
+/* ReduceMean over axes in the target's form: an attribute below 18, an
+ * input from 18 on. */
 static ValueId reduce_mean(Conv *c, Node *at, ValueId x, const int64_t *axes, uint32_t n, const char *suffix)
 {
+	if (c->to >= 18) {
+		ValueId ax = const_ints(c, at, axes, n);
+		Node *r = emit_before(c, at, OP_ONNX_ReduceMean, 2, 0, NULL, suffix);
+		r->args[0] = val_arg(x);
+		r->args[1] = val_arg(ax);
+		return r->res[0];
+	}
 	Node *r = emit_before(c, at, OP_ONNX_ReduceMean, 1, 1, NULL, suffix);
 	r->args[0] = val_arg(x);
 	r->kw[0] = (Named){ sym_cstr("axes"), ints_arg(c, axes, n) };
 	return r->res[0];
+}
+
+static ValueId cast_to(Conv *c, Node *at, ValueId x, DType dt, const char *suffix)
+{
+	Node *cast = emit_before(c, at, OP_ONNX_Cast, 1, 1, NULL, suffix);
+	cast->args[0] = val_arg(x);
+	cast->kw[0] = (Named){ sym_cstr("to"), int_arg(dtype_onnx(dt)) };
+	return cast->res[0];
+}
+
+/* RMSNormalization (23) as ONNX's function body computes it: in the stash
+ * type (f32 unless stash_type says the input's own), x / √(mean(x²) + ε)
+ * over axes axis..rank-1, cast back, times scale.  The rank must be known. */
+static void expand_rmsnorm(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0), scale = operand(n, 1);
+	int32_t r = rank_of(c, x);
+	DType dt = float_dtype(c, n, x);
+	if (dt == DT_UNDEF)
+		return;
+	if (r < 1 || r > MAXR) {
+		fail(c, n, "writing it out needs its input's rank, which is not known");
+		return;
+	}
+	Named *ak = kw_find(n, "axis"), *sk = kw_find(n, "stash_type");
+	int64_t axis = ak && ak->val.kind == A_INT ? ak->val.u.i : -1, axes[MAXR];
+	if (axis < 0)
+		axis += r;
+	DType st = !sk || sk->val.kind != A_INT || sk->val.u.i == 1 ? DT_F32 : dt;
+	uint32_t na = 0;
+	for (int64_t i = axis; i < r; i++)
+		axes[na++] = i;
+	ValueId xs = st != dt ? cast_to(c, n, x, st, "stashed") : x;
+	ValueId ms = reduce_mean(c, n, binary(c, n, OP_ONNX_Mul, xs, xs, "sq"), axes, na, "mean_sq");
+	ValueId rms = unary(c, n, OP_ONNX_Sqrt,
+			    binary(c, n, OP_ONNX_Add, ms, const_scalar(c, n, st, attr_f(n, "epsilon", 1e-5)), "mean_sq_eps"),
+			    "rms");
+	ValueId y = binary(c, n, OP_ONNX_Div, xs, rms, "normalized");
+	if (st != dt)
+		y = cast_to(c, n, y, dt, "unstashed");
+	n->nres = 1;
+	become(c, n, OP_ONNX_Mul, 2, (ValueId[]){ y, scale }, 0);
 }
 
 /* LayerNormalization (17) as ONNX's function body computes it: in the
@@ -1140,6 +1191,7 @@ static void expand(Conv *c, Node *n)
 	case OP_ONNX_Gelu: expand_gelu(c, n); break;
 	case OP_ONNX_CastLike: expand_castlike(c, n); break;
 	case OP_ONNX_LayerNormalization: expand_layernorm(c, n); break;
+	case OP_ONNX_RMSNormalization: expand_rmsnorm(c, n); break;
 	case OP_ONNX_Trilu: expand_trilu(c, n); break;
 	case OP_ONNX_HannWindow:
 	case OP_ONNX_HammingWindow:
