@@ -1102,6 +1102,54 @@ static void group_norm(Conv *c, Node *n)
 	}
 }
 
+/* GroupNormalization (18; 21) written out below 18 as ONNX's function
+ * bodies compute it: x as [N, G, -1], each group normalized by its mean
+ * and variance, then scale and bias, one a group (the op of 18..20: before
+ * the shape is restored) or one a channel (21 on: in the stash type, f32
+ * unless stash_type=0, cast back before them). */
+static void expand_groupnorm(Conv *c, Node *n)
+{
+	ValueId x = operand(n, 0), scale = operand(n, 1), bias = operand(n, 2);
+	int32_t r = rank_of(c, x);
+	DType dt = float_dtype(c, n, x);
+	Named *gk = kw_find(n, "num_groups"), *sk = kw_find(n, "stash_type");
+	int64_t g = gk && gk->val.kind == A_INT ? gk->val.u.i : 0;
+	if (dt == DT_UNDEF)
+		return;
+	if (r < 2 || r > MAXR || g <= 0) {
+		fail(c, n, "writing it out needs its input's rank and num_groups");
+		return;
+	}
+	int per_channel = c->from >= 21;
+	DType st = per_channel && (!sk || sk->val.kind != A_INT || sk->val.u.i == 1) ? DT_F32 : dt;
+	int64_t grouped[3] = { 0, g, -1 }, last = 2, col[MAXR];
+	for (int32_t i = 0; i < r; i++)
+		col[i] = i == 1 ? -1 : 1;
+	ValueId xs = st != dt ? cast_to(c, n, x, st, "stashed") : x;
+	ValueId xg = channel_shaped(c, n, xs, const_ints(c, n, grouped, 3), "grouped");
+	ValueId mean = reduce_mean(c, n, xg, &last, 1, "mean");
+	ValueId d = binary(c, n, OP_ONNX_Sub, xg, mean, "centered");
+	ValueId var = reduce_mean(c, n, binary(c, n, OP_ONNX_Mul, d, d, "sq"), &last, 1, "var");
+	ValueId sd = unary(c, n, OP_ONNX_Sqrt,
+			   binary(c, n, OP_ONNX_Add, var, const_scalar(c, n, st, attr_f(n, "epsilon", 1e-5)), "var_eps"), "std");
+	ValueId y = binary(c, n, OP_ONNX_Div, d, sd, "normalized");
+	int64_t gcol[3] = { 1, -1, 1 };
+	ValueId cshape = per_channel ? const_ints(c, n, col, (uint32_t)r) : const_ints(c, n, gcol, 3);
+	ValueId shape = unary(c, n, OP_ONNX_Shape, x, "shape");
+	n->nres = 1;
+	if (!per_channel) {
+		y = binary(c, n, OP_ONNX_Mul, y, channel_shaped(c, n, scale, cshape, "scale"), "scaled");
+		y = binary(c, n, OP_ONNX_Add, y, channel_shaped(c, n, bias, cshape, "bias"), "shifted");
+		become(c, n, OP_ONNX_Reshape, 2, (ValueId[]){ y, shape }, 0);
+		return;
+	}
+	y = channel_shaped(c, n, y, shape, "restored");
+	if (st != dt)
+		y = cast_to(c, n, y, dt, "unstashed");
+	y = binary(c, n, OP_ONNX_Mul, y, channel_shaped(c, n, scale, cshape, "scale"), "scaled");
+	become(c, n, OP_ONNX_Add, 2, (ValueId[]){ y, channel_shaped(c, n, bias, cshape, "bias") }, 0);
+}
+
 /* Trilu(x, k) keeps x[..., i, j] where j - i >= k (upper, the default)
  * or j - i <= k (lower), else 0: the column minus the row index from two
  * Ranges over x's last two dims, compared with k, selects x or zero.
@@ -1192,6 +1240,7 @@ static void expand(Conv *c, Node *n)
 	case OP_ONNX_CastLike: expand_castlike(c, n); break;
 	case OP_ONNX_LayerNormalization: expand_layernorm(c, n); break;
 	case OP_ONNX_RMSNormalization: expand_rmsnorm(c, n); break;
+	case OP_ONNX_GroupNormalization: expand_groupnorm(c, n); break;
 	case OP_ONNX_Trilu: expand_trilu(c, n); break;
 	case OP_ONNX_HannWindow:
 	case OP_ONNX_HammingWindow:
