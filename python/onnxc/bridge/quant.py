@@ -370,7 +370,6 @@ class _Lowering:
         self.qp = {}       # old node -> QParams of a quantized value
         self.root = {}     # qualified name -> module or tensor of the new GraphModule
         self.q_of = {}     # new dequantized node -> the new u8/i8 node it dequantizes
-        self.count = 0
         self.qops = _quantized_ops()
 
     def literal(self, a, node):
@@ -439,7 +438,6 @@ class _Lowering:
 
     def new_module(self, node, module, args):
         """A replacement module for a call_function node, named after it."""
-        self.count += 1
         name = "quantized_%s" % node.name
         self.root[name] = module
         return self.graph.call_module(name, tuple(args), {})
