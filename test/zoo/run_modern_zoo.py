@@ -163,8 +163,8 @@ TIMM = {
 }
 
 # torchvision: every builder of torchvision.models.list_models() but the
-# quantized ones (torchvision.models.quantization: int8 kernels, another
-# matter), name -> family.  The first 32 were the zoo's first rows and keep
+# quantized ones (torchvision.models.quantization: test/python/test_quantized.py
+# quantizes two of them itself), name -> family.  The first 32 were the zoo's first rows and keep
 # run_zoo.py's inputs; TV_INPUTS gives others a smaller input where the
 # architecture allows one.  check_torchvision() fails the run when
 # list_models() names a builder that is neither here nor in TV_SKIPS.
