@@ -21,6 +21,7 @@
  * carry its provenance and location; the last node of an expansion takes
  * the replaced node's place and results.  One walk, constant work per node
  * (a LayerNormalization is a dozen nodes): linear in the program. */
+#include <stdlib.h>
 #include <string.h>
 #include "passes.h"
 
@@ -1150,6 +1151,66 @@ static void expand_groupnorm(Conv *c, Node *n)
 	become(c, n, OP_ONNX_Add, 2, (ValueId[]){ y, channel_shaped(c, n, bias, cshape, "bias") }, 0);
 }
 
+/* AffineGrid (20) below 20, as ONNX's reference computes it, for a
+ * constant size [N, C, (D,) H, W]: the base grid of homogeneous
+ * coordinates (x along W, y along H, z along D, then 1; -1 + 2i/(L-1)
+ * with align_corners, else -1 + (2i+1)/L) is a constant [P, k+1]
+ * (P = H·W or D·H·W), times theta transposed ([N, k+1, k]), reshaped to
+ * [N, (D,) H, W, k]. */
+enum { AFFINE_MAX = 1 << 20 };  /* elements of the base grid written inline */
+
+static double grid_coord(int64_t i, int64_t len, int align)
+{
+	if (align)
+		return len > 1 ? -1.0 + 2.0 * (double)i / (double)(len - 1) : -1.0;
+	return -1.0 + (2.0 * (double)i + 1.0) / (double)len;
+}
+
+static void expand_affinegrid(Conv *c, Node *n)
+{
+	ValueId theta = operand(n, 0);
+	DType dt = float_dtype(c, n, theta);
+	int64_t size[5];
+	int ns = n->nargs > 1 ? read_ints(c, &n->args[1], size, 5) : -1;
+	if (dt == DT_UNDEF)
+		return;
+	if (ns != 4 && ns != 5) {
+		fail(c, n, "writing it out needs a constant size of 4 or 5 entries");
+		return;
+	}
+	int k = ns - 2;
+	int64_t p = 1;
+	for (int i = 2; i < ns; i++)
+		p = size[i] > 0 && p <= AFFINE_MAX ? p * size[i] : AFFINE_MAX + 1;
+	if (p * (k + 1) > AFFINE_MAX) {
+		fail(c, n, "writing it out makes a base grid of more than %d elements", AFFINE_MAX);
+		return;
+	}
+	Named *ak = kw_find(n, "align_corners");
+	int align = ak && ak->val.kind == A_INT && ak->val.u.i;
+	double *g = xreallocarray(NULL, (size_t)(p * (k + 1)), sizeof *g);
+	for (int64_t at = 0; at < p; at++) {
+		int64_t rest = at;
+		for (int j = k - 1; j >= 0; j--) {         /* spatial dim j: coordinate k-1-j */
+			int64_t len = size[2 + j], i = rest % len;
+			rest /= len;
+			g[at * (k + 1) + (k - 1 - j)] = grid_coord(i, len, align);
+		}
+		g[at * (k + 1) + k] = 1.0;
+	}
+	int64_t gdims[2] = { p, k + 1 }, perm[3] = { 0, 2, 1 }, shape[5] = { -1 };
+	ValueId base = emit_const(c, n, dt, 2, gdims, g, NULL, (size_t)(p * (k + 1)));
+	free(g);
+	Node *t = emit_before(c, n, OP_ONNX_Transpose, 1, 1, NULL, "theta_t");
+	t->args[0] = val_arg(theta);
+	t->kw[0] = (Named){ sym_cstr("perm"), ints_arg(c, perm, 3) };
+	ValueId grid = binary(c, n, OP_ONNX_MatMul, base, t->res[0], "points");
+	for (int i = 2; i < ns; i++)
+		shape[i - 1] = size[i];
+	shape[ns - 1] = k;
+	become(c, n, OP_ONNX_Reshape, 2, (ValueId[]){ grid, const_ints(c, n, shape, (uint32_t)ns) }, 0);
+}
+
 /* Trilu(x, k) keeps x[..., i, j] where j - i >= k (upper, the default)
  * or j - i <= k (lower), else 0: the column minus the row index from two
  * Ranges over x's last two dims, compared with k, selects x or zero.
@@ -1241,6 +1302,7 @@ static void expand(Conv *c, Node *n)
 	case OP_ONNX_LayerNormalization: expand_layernorm(c, n); break;
 	case OP_ONNX_RMSNormalization: expand_rmsnorm(c, n); break;
 	case OP_ONNX_GroupNormalization: expand_groupnorm(c, n); break;
+	case OP_ONNX_AffineGrid: expand_affinegrid(c, n); break;
 	case OP_ONNX_Trilu: expand_trilu(c, n); break;
 	case OP_ONNX_HannWindow:
 	case OP_ONNX_HammingWindow:
