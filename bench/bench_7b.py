@@ -481,7 +481,7 @@ def main():
             peer_check = compare(d, out)
     report(rows, d, ckpt, check, peer_check)
     if not a.keep:
-        for n in ("m.fxir", "m.onnx", "peer.onnx", "peer.onnx.data", "ids.npy", "ref.npy",
+        for n in ("m.fxir", "m.onnx", "m.onnx.data", "peer.onnx", "peer.onnx.data", "ids.npy", "ref.npy",
                   "onnxc_out.safetensors", "peer_out.safetensors"):
             if os.path.exists(os.path.join(d, n)):
                 os.unlink(os.path.join(d, n))
