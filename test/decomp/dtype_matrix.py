@@ -187,6 +187,23 @@ NO_KERNEL = [
 ]
 
 
+# The onnx checker's words for an input whose dtype the op's schema does
+# not take (MaxPool on i32 and i64): the model is not valid ONNX, and ONNX
+# Runtime refuses to load it.
+NO_TYPE = re.compile(r"op_type:(\w+),.*typestr: \w+, has unsupported type: tensor\((\w+)\)")
+ONNX_TYPES = {"double": "f64", "float16": "f16", "int64": "i64", "int32": "i32",
+              "int8": "i8", "uint8": "u8", "bool": "bool"}
+
+
+def type_refused(message, dtype):
+    """The op whose schema refuses the variant's own dtype, from the
+    checker's error, or None (another dtype: onnxc's doing, a failure)."""
+    mo = NO_TYPE.search(message)
+    if mo and ONNX_TYPES.get(mo.group(2)) == dtype:
+        return mo.group(1)
+    return None
+
+
 def kernel_missing(message):
     """The op ONNX Runtime has no kernel for, from its error, or None."""
     for rx in NO_KERNEL:
@@ -204,12 +221,13 @@ class Summary:
     def __init__(self):
         self.ops = {}
         self.no_kernel = {}   # (onnx op, dtype) -> aten ops
+        self.no_type = {}     # (onnx op, dtype) -> aten ops
 
     def row(self, op):
         return self.ops.setdefault(op, {"dtypes": set(), "checked": 0, "passed": 0,
                                         "skipped": 0, "known": 0, "failed": 0, "not taken": 0})
 
-    def count(self, case, what, onnx_op=None):
+    def count(self, case, what, onnx_op=None, no_type=False):
         op, dt = case.matrix
         r = self.row(op)
         r[what] += 1
@@ -217,7 +235,7 @@ class Summary:
             r["checked"] += 1
             r["dtypes"].add(dt)
         if onnx_op:
-            self.no_kernel.setdefault((onnx_op, dt), set()).add(op)
+            (self.no_type if no_type else self.no_kernel).setdefault((onnx_op, dt), set()).add(op)
 
     def lines(self):
         out = ["dtype matrix (%s; variants of the f32 cases):" % " ".join(SWEEP),
@@ -236,7 +254,11 @@ class Summary:
         for (onnx_op, dt), ops in sorted(self.no_kernel.items()):
             out.append("  no ONNX Runtime CPU kernel: %s in %s (the model is valid ONNX; %s)"
                        % (onnx_op, dt, ", ".join(sorted(o[6:] for o in ops))))
-        out.append("dtype matrix: %d ops, %d variants checked: %d passed, %d skipped (no kernel), "
+        for (onnx_op, dt), ops in sorted(self.no_type.items()):
+            out.append("  no ONNX type: %s takes no %s (its schema; the model does not load; %s)"
+                       % (onnx_op, dt, ", ".join(sorted(o[6:] for o in ops))))
+        out.append("dtype matrix: %d ops, %d variants checked: %d passed, %d skipped (no kernel "
+                   "or no ONNX type), "
                    "%d known failures, %d failed; %d not taken by PyTorch"
                    % (sum(1 for r in self.ops.values() if r["checked"]), tot["checked"],
                       tot["passed"], tot["skipped"], tot["known"], tot["failed"], tot["not taken"]))
