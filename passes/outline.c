@@ -113,6 +113,15 @@ typedef struct Outline {
 	uint32_t done, left;        /* instances outlined and left inline */
 } Outline;
 
+/* A malloc'd copy of n elements of size sz at p (p may be NULL when n is 0). */
+static void *dup_n(const void *p, size_t n, size_t sz)
+{
+	void *d = xreallocarray(NULL, n + 1, sz);
+	if (n)
+		memcpy(d, p, n * sz);
+	return d;
+}
+
 /* ---- tokens -------------------------------------------------------------- */
 enum { T_VAL = 1, T_CONST, T_LIST, T_LIT, T_NODE, T_KW, T_TYPE, T_NONE, T_CREF };
 enum { CONST_BIT = 1u << 31 };  /* code of a free constant: CONST_BIT | its number */
@@ -679,8 +688,7 @@ static Body *func_for(Outline *o, const Inst *x, Enc *r)
 	Body *b = xcalloc(1, sizeof *b);
 	b->hash = h;
 	b->ntok = r->ntok;
-	b->tok = xreallocarray(NULL, r->ntok + 1, sizeof *b->tok);
-	memcpy(b->tok, r->tok, r->ntok * sizeof *b->tok);
+	b->tok = dup_n(r->tok, r->ntok, sizeof *b->tok);
 	b->attr = xcalloc(r->nsite + 1, sizeof *b->attr);
 	HashMap names = { 0 };
 	for (uint32_t p = 0; p < r->nsite; p++) {
@@ -801,16 +809,11 @@ static Enc save(Outline *o, uint32_t i)
 {
 	Enc e = { .inst = i, .ntok = o->tok.n, .nin = o->in.n, .nout = o->out.n,
 		.nconst = o->consts.n, .nsite = o->sites.n };
-	e.tok = xreallocarray(NULL, e.ntok + 1, sizeof *e.tok);
-	memcpy(e.tok, o->tok.v, e.ntok * sizeof *e.tok);
-	e.in = xreallocarray(NULL, e.nin + 1, sizeof *e.in);
-	memcpy(e.in, o->in.v, e.nin * sizeof *e.in);
-	e.out = xreallocarray(NULL, e.nout + 1, sizeof *e.out);
-	memcpy(e.out, o->out.v, e.nout * sizeof *e.out);
-	e.consts = xreallocarray(NULL, e.nconst + 1, sizeof *e.consts);
-	memcpy(e.consts, o->consts.v, e.nconst * sizeof *e.consts);
-	e.site = xreallocarray(NULL, e.nsite + 1, sizeof *e.site);
-	memcpy(e.site, o->sites.v, e.nsite * sizeof *e.site);
+	e.tok = dup_n(o->tok.v, e.ntok, sizeof *e.tok);
+	e.in = dup_n(o->in.v, e.nin, sizeof *e.in);
+	e.out = dup_n(o->out.v, e.nout, sizeof *e.out);
+	e.consts = dup_n(o->consts.v, e.nconst, sizeof *e.consts);
+	e.site = dup_n(o->sites.v, e.nsite, sizeof *e.site);
 	return e;
 }
 
