@@ -21,10 +21,14 @@
  * the signature), and everything when the weights file is missing (the
  * writer reports that).
  *
- * Linear time: values are first counted by (kind, dtype, shape); only the
- * bytes of a value that shares those with another are read, hashed a
- * slice at a time, and compared with the earlier ones of equal hash; each
- * slice read leaves the resident set once done (rt_weights_release). */
+ * Linear time: values are first counted by (kind, dtype, shape); a value
+ * that shares those with another has three small windows of its bytes
+ * hashed (start, middle, end: a few pages, whatever its size); only values
+ * that also share that probe are read whole, hashed a slice at a time, and
+ * compared with the earlier ones of equal hash; each slice read leaves the
+ * resident set once done (rt_weights_release).  A model's distinct weights
+ * of one shape (every layer of a decoder) differ in their windows, so they
+ * cost a few pages each, not their size. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,8 +45,16 @@ typedef struct Merge {
 	uint32_t merged;
 } Merge;
 
-typedef struct Cand { ValueId id; uint64_t hash; const uint8_t *data; size_t nbytes; } Cand;
-typedef struct CKey { const Merge *s; const Cand *c; int bytes; } CKey;
+typedef struct Cand {
+	ValueId id;
+	uint32_t group;             /* index of its (kind, dtype, shape) group's first */
+	uint32_t pgroup;            /* index of its probe group's first */
+	uint64_t probe, hash;
+	const uint8_t *data;
+	size_t nbytes;
+} Cand;
+enum { PROBE_WINDOW = 256 };
+typedef struct CKey { const Merge *s; const Cand *c; int level; } CKey;   /* 0 shape, 1 probe, 2 bytes */
 
 static int storage(const Value *v)
 {
@@ -83,18 +95,34 @@ static int cand_is(uintptr_t item, const void *key)
 	const Value *x = val(k->s->m, a->id), *y = val(k->s->m, b->id);
 	if (x->kind != y->kind || !type_equal(x->type, y->type))
 		return 0;
-	if (!k->bytes)
+	if (k->level == 0)
 		return 1;
+	if (k->level == 1)
+		return a->group == b->group && a->probe == b->probe;
 	if (x->key && x->key == y->key)
 		return 1;
 	return a->hash == b->hash && same_bytes(k->s, a, b);
 }
 
-static Status read_cand(Merge *s, Cand *c)
+/* Hashes of the start, middle and end windows of c's bytes. */
+static Status probe_cand(Merge *s, Cand *c)
 {
 	c->data = rt_value_bytes(&s->w, c->id, &c->nbytes);
 	if (!c->data)
 		return c->nbytes ? FAILED : OK;
+	size_t w = c->nbytes < PROBE_WINDOW ? c->nbytes : PROBE_WINDOW;
+	size_t at[3] = { 0, (c->nbytes - w) / 2, c->nbytes - w };
+	uint64_t h = hash_u64((uint64_t)c->group << 32 ^ c->nbytes);
+	for (int i = 0; i < 3; i++) {
+		h = hash_u64(h ^ hash_mem(c->data + at[i], w));
+		rt_weights_release(&s->w, c->data + at[i], w);
+	}
+	c->probe = h;
+	return OK;
+}
+
+static void read_cand(Merge *s, Cand *c)
+{
 	uint64_t h = c->nbytes;
 	for (size_t at = 0; at < c->nbytes; at += MAPPED_SLICE) {
 		size_t n = c->nbytes - at < MAPPED_SLICE ? c->nbytes - at : MAPPED_SLICE;
@@ -102,7 +130,6 @@ static Status read_cand(Merge *s, Cand *c)
 		rt_weights_release(&s->w, c->data + at, n);
 	}
 	c->hash = h;
-	return OK;
 }
 
 /* The kind at k (up to a space before end) ends in "_mutation". */
@@ -172,26 +199,35 @@ static Status merge_graph(Merge *s, Graph *g)
 		return OK;
 	Cand *c = xcalloc(g->inits.n + 1, sizeof *c);
 	uint32_t nc = 0;
-	HashMap shapes = { 0 }, tensors = { 0 };
+	HashMap shapes = { 0 }, probes = { 0 }, tensors = { 0 };
 	uint32_t *count = xcalloc(g->inits.n + 1, sizeof *count);
+	uint32_t *pcount = xcalloc(g->inits.n + 1, sizeof *pcount);
 	for (uint32_t i = 0; i < g->inits.n; i++) {
 		const Value *v = val(s->m, g->inits.v[i]);
 		if (!storage(v) || s->skip[g->inits.v[i]])
 			continue;
-		c[nc] = (Cand){ g->inits.v[i], 0, NULL, 0 };
+		c[nc] = (Cand){ .id = g->inits.v[i] };
 		CKey k = { s, &c[nc], 0 };
 		Cand *first = (Cand *)hashmap_intern(&shapes, shape_hash(v), cand_is, &k, (uintptr_t)&c[nc]);
 		count[first - c]++;
-		c[nc].hash = (uint64_t)(first - c);   /* its shape group, until read */
+		c[nc].group = (uint32_t)(first - c);
 		nc++;
 	}
 	Status st = OK;
 	for (uint32_t i = 0; i < nc && st == OK; i++) {
-		if (count[c[i].hash] < 2)
-			continue;
-		if ((st = read_cand(s, &c[i])) != OK || !c[i].data)
+		c[i].pgroup = UINT32_MAX;
+		if (count[c[i].group] < 2 || (st = probe_cand(s, &c[i])) != OK || !c[i].data)
 			continue;
 		CKey k = { s, &c[i], 1 };
+		Cand *first = (Cand *)hashmap_intern(&probes, c[i].probe, cand_is, &k, (uintptr_t)&c[i]);
+		c[i].pgroup = (uint32_t)(first - c);
+		pcount[c[i].pgroup]++;
+	}
+	for (uint32_t i = 0; i < nc && st == OK; i++) {
+		if (c[i].pgroup == UINT32_MAX || pcount[c[i].pgroup] < 2)
+			continue;
+		read_cand(s, &c[i]);
+		CKey k = { s, &c[i], 2 };
 		Cand *first = (Cand *)hashmap_intern(&tensors, c[i].hash, cand_is, &k, (uintptr_t)&c[i]);
 		if (first != &c[i]) {
 			rw_set(&s->rw, c[i].id, first->id);
@@ -199,8 +235,10 @@ static Status merge_graph(Merge *s, Graph *g)
 		}
 	}
 	hashmap_free(&shapes);
+	hashmap_free(&probes);
 	hashmap_free(&tensors);
 	free(count);
+	free(pcount);
 	free(c);
 	return st == OK ? graph_walk(g, rewrite, s) : st;
 }
