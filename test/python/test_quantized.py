@@ -38,11 +38,7 @@ from test_api import main  # noqa: E402
 TORCH2 = hasattr(torch, "export")
 # Models beyond one step of PyTorch, with the reason: each counts as a
 # skip while it stays beyond, and fails once it matches.
-KNOWN = {
-    "resnet18_eager": "one value of layer1.0.conv2 (of 32768) rounds the other way from "
-                      "PyTorch's kernel (7.50001 in exact arithmetic, PyTorch gives 7) and "
-                      "the difference spreads through the later layers",
-}
+KNOWN = {}
 SIZE = 64          # image side: the pools are adaptive, any size runs
 STEP_SLACK = 1e-5  # relative: the step itself is an f32 product
 

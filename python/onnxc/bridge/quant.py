@@ -193,13 +193,18 @@ def _weight_buffers(mod, w):
 class _QWeighted(torch.nn.Module):
     """A quantized conv or linear, in one of two forms:
 
-    "exact" (the default): PyTorch's x86 kernels (fbgemm) step by step.
-    The integer accumulator sum((x_q - x_zp) * (w_q - w_zp)) is the float
-    op on integer-valued tensors (exact while it stays below 2^24), then
-    requantized in f32 as fbgemm does with a float bias: (acc * (x_scale *
-    w_scale) + bias) * (1 / y_scale), rounded half to even, plus the zero
-    point.  The result is PyTorch's to the bit, but ONNX Runtime runs the
-    float op.
+    "exact" (the default): PyTorch's x86 kernels step by step.  The
+    integer accumulator sum((x_q - x_zp) * (w_q - w_zp)) is the float op
+    on integer-valued tensors (exact while it stays below 2^24), then
+    requantized as the kernel PyTorch picks for the layer does (see
+    _uses_onednn), with m = x_scale * w_scale in f32:
+      oneDNN: t = fma(acc, m, bias), t = relu(t) if fused,
+              q = round(fma(t, 1 / y_scale, y_zp)): the zero point is
+              added in f32 before the rounding;
+      fbgemm: q = round((acc + bias / m) * (m / y_scale)) + y_zp, in f32.
+    A fused multiply-add is computed in f64 (the product of two f32 is
+    exact there) and rounded to f32.  Rounding is half to even.  The
+    result is PyTorch's to the bit, but ONNX Runtime runs the float op.
     "qdq": the float op on the dequantized input and weights, then
     quantized to the output scale: the QDQ form ONNX Runtime fuses into
     its integer kernels (QLinearConv, QLinearMatMul), whose rounding
@@ -230,10 +235,18 @@ class _QWeighted(torch.nn.Module):
         # Broadcast along the output channels: dim 1 of a conv's result,
         # the last of a linear's.
         shape = [-1] + [1] * (self.weight.dim() - 2) if self.fn is not F.linear else [-1]
-        self.register_buffer("acc_scale", acc_scale.reshape(shape).contiguous())
-        if self.bias is not None:
-            self.register_buffer("acc_bias", self.bias.detach().reshape(shape).clone())
-        self.inv_scale = float(1.0 / torch.tensor(self.qp.scale, dtype=torch.float32))
+        y_scale = torch.tensor(self.qp.scale, dtype=torch.float32)
+        self.onednn = _uses_onednn(self, qp_in)
+        if self.onednn:
+            self.register_buffer("acc_scale", acc_scale.reshape(shape).contiguous())
+            if self.bias is not None:
+                self.register_buffer("acc_bias", self.bias.detach().reshape(shape).clone())
+            self.inv_scale = float(1.0 / y_scale)
+        else:
+            self.register_buffer("multiplier", (acc_scale / y_scale).reshape(shape).contiguous())
+            if self.bias is not None:
+                self.register_buffer("acc_bias",
+                                     (self.bias.detach() / acc_scale).reshape(shape).contiguous())
 
     def dequantized_weight(self, unit=False):
         """The weight dequantized, or (unit) its integers q - zero point."""
@@ -262,15 +275,40 @@ class _QWeighted(torch.nn.Module):
             xq = qd.quantize_per_tensor.default(x, *self.qp_in.args())
         xi = qd.dequantize_per_tensor.default(xq, *unit_in.args())
         acc = self.fn(xi, self.dequantized_weight(unit=True), None, **self.kw)
-        y = acc * self.acc_scale
-        if self.bias is not None:
-            y = y + self.acc_bias
-        y = y * self.inv_scale
-        if self.relu and not self.qp.clamps_at_zero():
-            y = torch.relu(y)
-        unit_out = QParams(1.0, self.qp.zero_point, self.qp.qdtype)
-        q = qd.quantize_per_tensor.default(y, *unit_out.args())
+        relu = self.relu and not self.qp.clamps_at_zero()
+        if self.onednn:
+            y = acc.to(torch.float64) * self.acc_scale.to(torch.float64)
+            if self.bias is not None:
+                y = y + self.acc_bias.to(torch.float64)
+            y = y.to(torch.float32)
+            if relu:
+                y = torch.relu(y)
+            y = (y.to(torch.float64) * self.inv_scale + float(self.qp.zero_point)).to(torch.float32)
+            out = QParams(1.0, 0, self.qp.qdtype)   # the zero point is in y already
+        else:
+            y = acc + self.acc_bias if self.bias is not None else acc
+            y = y * self.multiplier
+            if relu:
+                y = torch.relu(y)
+            out = QParams(1.0, self.qp.zero_point, self.qp.qdtype)
+        q = qd.quantize_per_tensor.default(y, *out.args())
         return q, qd.dequantize_per_tensor.default(q, *self.qp.args())
+
+
+def _uses_onednn(mod, qp_in):
+    """Whether PyTorch's x86 engine runs this conv with oneDNN rather than
+    fbgemm (the two requantize differently): on a CPU with VNNI, for a
+    conv of at most 100 groups whose weights are symmetric (zero points 0)
+    and whose input's zero point is 0 (measured on torch 2.14, layer by
+    layer); linears and everything else run in fbgemm."""
+    vnni = getattr(torch.cpu, "_is_vnni_supported", None)
+    if mod.fn is F.linear or vnni is None or not vnni():
+        return False
+    if mod.kw.get("groups", 1) > 100 or qp_in.zero_point != 0:
+        return False
+    if mod.how[0] == "channel":
+        return bool((mod.weight_zero_point == 0).all())
+    return mod.how[1].zero_point == 0
 
 
 def _conv_fn(src):
