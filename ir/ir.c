@@ -144,8 +144,8 @@ void value_to_const(Module *m, Graph *g, const Node *n, uint32_t i, Tensor *t)
 	v->res = 0;
 	v->loc = n->loc;
 	v->prov = n->prov;
-	if (!v->type)
-		v->type = t->type;
+	if (!v->type || type_numel(v->type) < 0)
+		v->type = t->type;      /* a literal's type has every dim known */
 	VEC_PUSH(&m->arena, g->inits, n->res[i]);
 }
 
