@@ -13,7 +13,7 @@ optimizations off: the float ops between QuantizeLinear and
 DequantizeLinear): within one step.  With ONNX Runtime's optimizations on
 it fuses the QDQ groups into its integer kernels, which round a few
 values per layer (fewer than 1 in 1000) the other way than PyTorch's
-fbgemm kernels; each one-op module is checked that way within one step,
+x86 kernels; each one-op module is checked that way within one step,
 and the whole models' figures are printed.  The last line is `N passed,
 N failed, N skipped`.
 """
