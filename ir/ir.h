@@ -664,6 +664,9 @@ ValueId operand(const Node *n, uint32_t i);     /* VNONE unless a value */
 const Tensor *const_tensor(const Module *m, ValueId v);
 /* v is a constant whose every element equals x (numerically). */
 int match_const(const Module *m, ValueId v, double x);
+/* A new `const` i64[n] of g holding v, named `<like>_<suffix>`, at like's
+ * location: the shape and axes operands rewrites build. */
+ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix);
 /* v has exactly one use (counts from module_use_counts). */
 static inline int one_use(const uint32_t *uses, ValueId v) { return uses[v] == 1; }
 

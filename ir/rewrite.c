@@ -151,6 +151,27 @@ const Tensor *const_tensor(const Module *m, ValueId v)
 	return k && k->val.kind == A_TENSOR ? k->val.u.t : NULL;
 }
 
+ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix)
+{
+	Arena *a = &m->arena;
+	Dim *d = ARENA_NEW(a, Dim);
+	*d = (Dim){ n, 0 };
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->type = type_tensor(a, DT_I64, 1, d);
+	t->nbytes = (size_t)n * 8;
+	uint8_t *b = arena_alloc(a, t->nbytes ? t->nbytes : 1);
+	if (t->nbytes)
+		memcpy(b, v, t->nbytes);
+	t->data = b;
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
+	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
+	val(m, c)->init = t;
+	val(m, c)->loc = val(m, like)->loc;
+	VEC_PUSH(a, g->inits, c);
+	return c;
+}
+
 int match_const(const Module *m, ValueId v, double x)
 {
 	const Tensor *t = const_tensor(m, v);

@@ -40,27 +40,6 @@ static const Type *ranked(Module *m, ValueId v)
 
 static int known(Dim d) { return !d.sym && d.v >= 0; }
 
-/* A new `const` i64[n] of g holding v, named after `like`. */
-static ValueId new_shape(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like)
-{
-	Arena *a = &m->arena;
-	Dim *d = ARENA_NEW(a, Dim);
-	*d = (Dim){ n, 0 };
-	Tensor *t = ARENA_NEW(a, Tensor);
-	t->type = type_tensor(a, DT_I64, 1, d);
-	t->nbytes = (size_t)n * 8;
-	uint8_t *b = arena_alloc(a, t->nbytes ? t->nbytes : 1);
-	memcpy(b, v, t->nbytes);
-	t->data = b;
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_shape", sym_str(val(m, like)->name));
-	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
-	val(m, c)->init = t;
-	val(m, c)->loc = val(m, like)->loc;
-	VEC_PUSH(a, g->inits, c);
-	return c;
-}
-
 /* The constant target of Reshape n into c; its length, or -1. */
 static int32_t reshape_target(Module *m, const Node *n, int64_t *c)
 {
@@ -112,7 +91,7 @@ static void shape_node(Module *m, Graph *g, Node *n)
 	int32_t k = n->op == OP_ONNX_Reshape ? reshape_target(m, n, c) : expand_target(m, n, c);
 	if (k < 0)
 		return;
-	n->args[1] = (Arg){ .kind = A_VALUE, .u.v = new_shape(m, g, c, k, n->res[0]) };
+	n->args[1] = (Arg){ .kind = A_VALUE, .u.v = const_i64s(m, g, c, k, n->res[0], "shape") };
 }
 
 static Status shape_graph(const GraphVisit *v, void *ctx)

@@ -199,27 +199,6 @@ static int may_follow(const Simplify *s, const Node *n, ValueId y)
 	return a.path == b.path && a.cls == b.cls;
 }
 
-/* A new `const` i64[n] value of g holding v, named like_suffix. */
-static ValueId new_i64s(Simplify *s, Graph *g, const int64_t *v, int64_t n, ValueId like, const char *suffix)
-{
-	Arena *a = &s->m->arena;
-	Dim *d = ARENA_NEW(a, Dim);
-	*d = (Dim){ n, 0 };
-	Tensor *t = ARENA_NEW(a, Tensor);
-	t->type = type_tensor(a, DT_I64, 1, d);
-	t->nbytes = (size_t)n * 8;
-	uint8_t *b = arena_alloc(a, t->nbytes ? t->nbytes : 1);
-	memcpy(b, v, t->nbytes);
-	t->data = b;
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(s->m, like)->name), suffix);
-	ValueId c = value_new(s->m, value_fresh_name(s->m, sym_cstr(buf)), t->type, VK_CONST);
-	val(s->m, c)->init = t;
-	val(s->m, c)->loc = val(s->m, like)->loc;
-	VEC_PUSH(a, g->inits, c);
-	return c;
-}
-
 /* The constant axes of Unsqueeze u normalized against rank `rank` into
  * ax (at most 16); their count, or -1. */
 static int unsqueeze_axes(const Simplify *s, const Node *u, int64_t rank, int64_t *ax)
@@ -271,7 +250,7 @@ static ValueId merge_unsqueeze(Simplify *s, Node *n, ValueId y, ValueId r)
 			a[k++] = i;
 	if (k != k1 + k2)
 		return y;
-	n->args[1].u.v = new_i64s(s, n->graph, a, k, r, "axes");
+	n->args[1].u.v = const_i64s(s->m, n->graph, a, k, r, "axes");
 	n->args[0].u.v = operand(d, 0);
 	return operand(d, 0);
 }
@@ -439,7 +418,7 @@ static void simplify_concat_seq(Simplify *s, Node *n, ValueId q)
 		xs[i] = operand(d, i);
 		if (!kn || !kn->val.u.i)
 			continue;
-		axes = axes ? axes : new_i64s(s, n->graph, &a, 1, result(n), "axes");
+		axes = axes ? axes : const_i64s(s->m, n->graph, &a, 1, result(n), "axes");
 		if (!(xs[i] = unsqueeze_before(s, n, xs[i], axes, a)))
 			break;
 	}
@@ -565,10 +544,10 @@ static void merge_slice(Simplify *s, Node *n, ValueId y)
 	ValueId r = result(n);
 	Arg *args = ARENA_ARRAY(&s->m->arena, Arg, 5);
 	args[0] = value_arg(x);
-	args[1] = value_arg(new_i64s(s, n->graph, m.st, m.k, r, "starts"));
-	args[2] = value_arg(new_i64s(s, n->graph, m.en, m.k, r, "ends"));
-	args[3] = value_arg(new_i64s(s, n->graph, m.ax, m.k, r, "axes"));
-	args[4] = value_arg(new_i64s(s, n->graph, m.sp, m.k, r, "steps"));
+	args[1] = value_arg(const_i64s(s->m, n->graph, m.st, m.k, r, "starts"));
+	args[2] = value_arg(const_i64s(s->m, n->graph, m.en, m.k, r, "ends"));
+	args[3] = value_arg(const_i64s(s->m, n->graph, m.ax, m.k, r, "axes"));
+	args[4] = value_arg(const_i64s(s->m, n->graph, m.sp, m.k, r, "steps"));
 	n->args = args;
 	n->nargs = 5;
 }
