@@ -45,6 +45,17 @@ DType rt_attr_dtype(const KCtx *k, const char *name)
 	return a && a->kind == A_INT ? dtype_from_onnx((int)a->u.i) : DT_UNDEF;
 }
 
+const char *rt_attr_str(const KCtx *k, const char *name, const char *dflt, char *buf, size_t n)
+{
+	const Arg *a = rt_attr(k, name);
+	if (!a || a->kind != A_STR)
+		return dflt;
+	size_t len = a->u.s.n < n - 1 ? a->u.s.n : n - 1;
+	memcpy(buf, a->u.s.s, len);
+	buf[len] = 0;
+	return buf;
+}
+
 int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt)
 {
 	const Arg *a = rt_attr(k, name);

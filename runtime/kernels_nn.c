@@ -1,6 +1,6 @@
 /* kernels_nn.c - the network ops a lowered PyTorch model meets besides
  * elementwise math: Softmax, LogSoftmax, LayerNormalization, Gemm,
- * GlobalAveragePool.
+ * GlobalAveragePool, Resize (nearest and linear).
  *
  * Floats only, computed in double.  Softmax subtracts the row's maximum
  * before exponentiating so large inputs do not overflow.
@@ -226,6 +226,191 @@ static Status k_global_avg_pool(const KCtx *k, RTensor *const *in, uint32_t nin,
 	return OK;
 }
 
+/* ---- Resize ------------------------------------------------------------------- */
+
+/* Opset 11 on, modes nearest and (n-)linear, without antialias, every
+ * coordinate transformation but tf_crop_and_resize, the stretch policy.
+ * Linear interpolation is separable, so the input is resampled one axis at
+ * a time (computed in double); a sample past an edge takes the edge's
+ * value, as in the operator's reference.  What the kernel lacks is refused
+ * with "kernel lacks ...", and folding leaves such a node alone. */
+enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC };
+enum { NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL };
+
+static int lookup(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* The input coordinate of output index x along an axis of in_len -> out_len
+ * elements at scale `scale`.  The resized length in the formulas is the
+ * unrounded scale * in_len, as in the operator's reference (it differs from
+ * out_len when scales are given). */
+static double resize_coord(int ct, double x, double scale, int64_t in_len, int64_t out_len)
+{
+	double len = scale * (double)in_len;
+	switch (ct) {
+	case CT_HALF_PIXEL_SYM: {
+		double center = (double)in_len / 2;
+		return center * (1 - (double)out_len / len) + (x + 0.5) / scale - 0.5;
+	}
+	case CT_PYTORCH_HALF_PIXEL: return len > 1 ? (x + 0.5) / scale - 0.5 : 0;
+	case CT_ALIGN_CORNERS: return len > 1 ? x * (double)(in_len - 1) / (len - 1) : 0;
+	case CT_ASYMMETRIC: return x / scale;
+	default: return (x + 0.5) / scale - 0.5;
+	}
+}
+
+static int64_t clamp_index(int64_t i, int64_t len)
+{
+	return i < 0 ? 0 : i >= len ? len - 1 : i;
+}
+
+/* Resamples src ([outer, in_len, inner] doubles) along its middle axis into
+ * dst ([outer, out_len, inner]). */
+static void resize_axis(const double *src, double *dst, int64_t outer, int64_t in_len, int64_t out_len, int64_t inner,
+			double scale, int ct, int linear, int nm)
+{
+	for (int64_t j = 0; j < out_len; j++) {
+		double x = resize_coord(ct, (double)j, scale, in_len, out_len), w = 0;
+		int64_t i0, i1;
+		if (linear) {
+			double f = floor(x);
+			w = x - f;
+			i0 = clamp_index((int64_t)f, in_len);
+			i1 = clamp_index((int64_t)f + 1, in_len);
+		} else {
+			double r = nm == NM_FLOOR ? floor(x) : nm == NM_CEIL ? ceil(x)
+				 : nm == NM_PREFER_CEIL ? floor(x + 0.5) : ceil(x - 0.5);
+			i0 = i1 = clamp_index((int64_t)r, in_len);
+		}
+		for (int64_t o = 0; o < outer; o++) {
+			const double *a = src + (o * in_len + i0) * inner, *b = src + (o * in_len + i1) * inner;
+			double *d = dst + (o * out_len + j) * inner;
+			for (int64_t i = 0; i < inner; i++)
+				d[i] = w == 0 ? a[i] : (1 - w) * a[i] + w * b[i];
+		}
+	}
+}
+
+/* The output dims and per-axis scales from scales or sizes (over `axes`,
+ * or every axis). */
+static Status resize_plan(const KCtx *k, RTensor *const *in, uint32_t nin, int64_t *shape, double *scale)
+{
+	const RTensor *x = in[0], *sc = nin > 2 ? in[2] : NULL, *sz = nin > 3 ? in[3] : NULL;
+	int64_t *axes, na, *sizes = NULL, ns = -1;
+	int32_t map[RT_MAX_RANK];
+	if (rt_attr_ints(k, "axes", &axes, &na) != OK)
+		return FAILED;
+	for (int32_t d = 0; d < x->rank; d++) {
+		shape[d] = x->shape[d];
+		scale[d] = 1;
+		map[d] = d;
+	}
+	int64_t nax = na < 0 ? x->rank : na;
+	Status st = OK;
+	for (int64_t i = 0; i < na && st == OK; i++)
+		st = rt_axis(k, axes[i], x->rank, &map[i]);
+	free(axes);
+	if (st != OK)
+		return FAILED;
+	if (sz && sz->numel > 0) {
+		if (rt_input_ints(k, sz, &sizes, &ns) != OK)
+			return FAILED;
+		if (ns != nax) {
+			free(sizes);
+			return rt_fail(k, "sizes has %lld values for %lld axes", (long long)ns, (long long)nax);
+		}
+		for (int64_t i = 0; i < ns; i++) {
+			int32_t d = map[i];
+			shape[d] = sizes[i];
+			scale[d] = x->shape[d] ? (double)sizes[i] / (double)x->shape[d] : 1;
+		}
+		free(sizes);
+		return OK;
+	}
+	if (!sc || sc->numel != nax || !dtype_is_float(sc->dtype))
+		return rt_fail(k, "needs float scales or int sizes for each of its %lld axes", (long long)nax);
+	for (int64_t i = 0; i < nax; i++) {
+		int32_t d = map[i];
+		scale[d] = rt_get_f(sc, i);
+		if (!(scale[d] > 0))
+			return rt_fail(k, "scale %g is not positive", scale[d]);
+		shape[d] = (int64_t)floor((double)x->shape[d] * scale[d]);
+	}
+	return OK;
+}
+
+static Status k_resize(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	static const char *const cts[] = { "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+					   "asymmetric" };
+	static const char *const nms[] = { "round_prefer_floor", "round_prefer_ceil", "floor", "ceil" };
+	char b1[32], b2[32], b3[32], b4[32];
+	if (nin < 1 || !in[0])
+		return rt_fail(k, "input 0 is missing");
+	const RTensor *x = in[0];
+	if (!dtype_is_float(x->dtype) && !dtype_is_int(x->dtype))
+		return rt_unsupported(k, x);
+	const char *mode = rt_attr_str(k, "mode", "nearest", b1, sizeof b1);
+	const char *cts_s = rt_attr_str(k, "coordinate_transformation_mode", "half_pixel", b2, sizeof b2);
+	const char *nm_s = rt_attr_str(k, "nearest_mode", "round_prefer_floor", b3, sizeof b3);
+	const char *policy = rt_attr_str(k, "keep_aspect_ratio_policy", "stretch", b4, sizeof b4);
+	int linear = strcmp(mode, "linear") == 0, ct = lookup(cts_s, cts, 5), nm = lookup(nm_s, nms, 4);
+	if (k->opset < 11)
+		return rt_fail(k, "kernel lacks Resize before opset 11");
+	if (!linear && strcmp(mode, "nearest") != 0)
+		return rt_fail(k, "kernel lacks mode '%s'", mode);
+	if (ct < 0 || nm < 0)
+		return rt_fail(k, "kernel lacks coordinate_transformation_mode '%s' / nearest_mode '%s'", cts_s, nm_s);
+	if (rt_attr_int(k, "antialias", 0) || strcmp(policy, "stretch") != 0)
+		return rt_fail(k, "kernel lacks antialias and keep_aspect_ratio_policy '%s'", policy);
+	int64_t shape[RT_MAX_RANK];
+	double scale[RT_MAX_RANK];
+	if (resize_plan(k, in, nin, shape, scale) != OK)
+		return FAILED;
+	if (!(*out = rt_new(k->n->loc, x->dtype, x->rank, shape)))
+		return FAILED;
+	/* Resample axis by axis, the current extent of each axis in cur. */
+	int64_t cur[RT_MAX_RANK], big = x->numel;
+	memcpy(cur, x->shape, (size_t)x->rank * sizeof *cur);
+	for (int32_t d = 0; d < x->rank; d++) {
+		int64_t n = 1;
+		for (int32_t e = 0; e < x->rank; e++)
+			n *= e < d ? shape[e] : x->shape[e];
+		int64_t m = n / (x->shape[d] ? x->shape[d] : 1) * shape[d];
+		big = n > big ? n : big;
+		big = m > big ? m : big;
+	}
+	double *a = xcalloc((size_t)big + 1, sizeof *a), *b = xcalloc((size_t)big + 1, sizeof *b);
+	for (int64_t i = 0; i < x->numel; i++)
+		a[i] = rt_get_f(x, i);
+	for (int32_t d = 0; d < x->rank; d++) {
+		if (shape[d] == cur[d] && scale[d] == 1)
+			continue;
+		int64_t outer = 1, inner = 1;
+		for (int32_t e = 0; e < d; e++)
+			outer *= cur[e];
+		for (int32_t e = d + 1; e < x->rank; e++)
+			inner *= cur[e];
+		resize_axis(a, b, outer, cur[d], shape[d], inner, scale[d], ct, linear, nm);
+		cur[d] = shape[d];
+		double *t = a;
+		a = b;
+		b = t;
+	}
+	int integral = !dtype_is_float(x->dtype);
+	for (int64_t i = 0; i < (*out)->numel; i++)
+		rt_set_f(*out, i, integral ? nearbyint(a[i]) : a[i]);
+	free(a);
+	free(b);
+	return OK;
+}
+
 Kernel rt_nn_kernel(OpId op)
 {
 	switch (op) {
@@ -233,6 +418,7 @@ Kernel rt_nn_kernel(OpId op)
 	case OP_ONNX_LayerNormalization: return k_layernorm;
 	case OP_ONNX_Gemm: return k_gemm;
 	case OP_ONNX_GlobalAveragePool: return k_global_avg_pool;
+	case OP_ONNX_Resize: return k_resize;
 	default: return NULL;
 	}
 }

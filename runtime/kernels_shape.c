@@ -1,6 +1,6 @@
 /* kernels_shape.c - data movement and shape kernels: Reshape, Flatten,
  * Squeeze, Unsqueeze, Transpose, Slice, Expand, Tile, Concat, Split,
- * Gather, GatherElements, Trilu, EyeLike, Dropout (inference), Shape, Size,
+ * Gather, GatherElements, GatherND, Trilu, EyeLike, Dropout (inference), Shape, Size,
  * Range, Identity, Constant, ConstantOfShape.
  *
  * They move elements as bytes, so they work for every dtype the runtime
@@ -518,6 +518,66 @@ static Status k_gather_elements(const KCtx *k, RTensor *const *in, uint32_t nin,
 	return OK;
 }
 
+/* data [b..., r...], indices [b..., q..., k] -> [b..., q..., r[k:]...]: each
+ * index tuple of k picks a slice of data within its batch (the first
+ * batch_dims dims, shared by both). */
+static Status k_gather_nd(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need(k, in, nin, 2) != OK)
+		return FAILED;
+	const RTensor *x = in[0], *ix = in[1];
+	int64_t b = rt_attr_int(k, "batch_dims", 0);
+	if (ix->dtype != DT_I64 && ix->dtype != DT_I32)
+		return rt_unsupported(k, ix);
+	if (ix->rank < 1 || b < 0 || b >= ix->rank || b >= x->rank)
+		return rt_fail(k, "batch_dims %lld does not fit ranks %d and %d", (long long)b, (int)x->rank,
+			       (int)ix->rank);
+	int64_t kk = ix->shape[ix->rank - 1], batch = 1, tuples = 1, inner = 1, shape[RT_MAX_RANK];
+	if (kk < 1 || b + kk > x->rank)
+		return rt_fail(k, "index tuples of %lld do not fit data of rank %d", (long long)kk, (int)x->rank);
+	int32_t r = 0;
+	for (int32_t d = 0; d < ix->rank - 1; d++) {
+		if (d < b && ix->shape[d] != x->shape[d])
+			return rt_fail(k, "batch dim %d differs between data and indices", (int)d);
+		shape[r++] = ix->shape[d];
+		if (d < b)
+			batch *= ix->shape[d];
+		else
+			tuples *= ix->shape[d];
+	}
+	for (int32_t d = (int32_t)(b + kk); d < x->rank; d++) {
+		if (r >= RT_MAX_RANK)
+			return rt_fail(k, "the result's rank is too large");
+		shape[r++] = x->shape[d];
+		inner *= x->shape[d];
+	}
+	int64_t st[RT_MAX_RANK], per_batch = 1;
+	row_strides(x, st);
+	for (int32_t d = (int32_t)b; d < x->rank; d++)
+		per_batch *= x->shape[d];
+	RTensor *z = rt_new(k->n->loc, x->dtype, r, shape);
+	if (!z)
+		return FAILED;
+	size_t es = rt_elem_size(x->dtype), block = (size_t)inner * es;
+	for (int64_t bi = 0, at = 0; bi < batch; bi++)
+		for (int64_t t = 0; t < tuples; t++, at++) {
+			int64_t off = bi * per_batch;
+			for (int64_t j = 0; j < kk; j++) {
+				int64_t dim = x->shape[b + j], i = rt_get_i(ix, at * kk + j);
+				if (i < -dim || i >= dim) {
+					rt_free(z);
+					return rt_fail(k, "index %lld is out of range for a dim of %lld", (long long)i,
+						       (long long)dim);
+				}
+				off += (i + (i < 0 ? dim : 0)) * st[b + j];
+			}
+			memcpy(z->data + (size_t)at * block, x->data + (size_t)off * es, block);
+		}
+	*out = z;
+	return OK;
+}
+
 /* ---- Trilu, EyeLike, Dropout ------------------------------------------------- */
 
 /* Keeps the elements on and above (upper) or below the k-th diagonal of
@@ -734,6 +794,7 @@ Kernel rt_shape_kernel(OpId op)
 	case OP_ONNX_Split: return k_split;
 	case OP_ONNX_Gather: return k_gather;
 	case OP_ONNX_GatherElements: return k_gather_elements;
+	case OP_ONNX_GatherND: return k_gather_nd;
 	case OP_ONNX_Trilu: return k_trilu;
 	case OP_ONNX_EyeLike: return k_eye_like;
 	case OP_ONNX_Dropout: return k_dropout;

@@ -154,6 +154,9 @@ Status rt_fail(const KCtx *k, const char *fmt, ...);
 Status rt_unsupported(const KCtx *k, const RTensor *t);    /* "unsupported dtype ..." */
 const Arg *rt_attr(const KCtx *k, const char *name);       /* NULL if absent */
 int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt);
+/* A string attribute copied into buf (n bytes, cut short to fit), or dflt
+ * when absent or not a string. */
+const char *rt_attr_str(const KCtx *k, const char *name, const char *dflt, char *buf, size_t n);
 /* A dtype attribute, written as a dtype (`to = i64`) or ONNX's number;
  * DT_UNDEF if absent or neither. */
 DType rt_attr_dtype(const KCtx *k, const char *name);
@@ -219,8 +222,8 @@ RTensor *rt_random_for(const Value *v, uint64_t *state);
 /* ---- kernels_*.c: the kernels ---------------------------------------------- */
 /* Each family answers for its ops: elementwise math, comparisons, Where,
  * Clip and Cast (elem); data movement and shape ops (shape); reductions,
- * ArgMax/ArgMin, CumSum and MatMul (math); Softmax, LayerNormalization and
- * Gemm (nn). */
+ * ArgMax/ArgMin, CumSum and MatMul (math); Softmax, LayerNormalization,
+ * Gemm and Resize (nn). */
 Kernel rt_elem_kernel(OpId op);
 Kernel rt_shape_kernel(OpId op);
 Kernel rt_math_kernel(OpId op);

@@ -8,8 +8,10 @@ back from DIR must match the expected ones (rtol 1e-3, atol 1e-7, the same
 comparison as run_conformance.py). Tests using an op without a kernel are not
 counted; tests whose data a kernel or the .npy bridge cannot hold (a dtype
 the kernels lack: strings, bfloat16, float8, uint64 arithmetic, ...) are
-skipped with the reason, and so are the tests listed in UNMATCHABLE when they
-fail (their expected outputs are random draws).
+skipped with the reason, as are those using a mode a kernel lacks (Resize's
+cubic mode, antialias, tf_crop_and_resize: "kernel lacks" in its message),
+and so are the tests listed in UNMATCHABLE when they fail (their expected
+outputs are random draws).
 
 Prints a table `op passed failed skipped` and a closing line
 `N passed, N failed, N skipped`; exits 1 if any test failed.
@@ -91,6 +93,8 @@ def run_set(opts, model, feeds, tmp):
     first = next((line for line in err.splitlines() if "error:" in line), err.strip() or "no message")
     if p.returncode != 0 and "unsupported dtype" in err:
         raise rc.Skip("kernel lacks the dtype: " + first)
+    if p.returncode != 0 and "kernel lacks" in err:
+        raise rc.Skip("kernel lacks the mode: " + first)
     if p.returncode != 0:
         how = ("signal %d" % -p.returncode) if p.returncode < 0 else ("exit %d" % p.returncode)
         raise rc.Fail("onnxc run: %s: %s" % (how, first))
