@@ -1,6 +1,6 @@
 /* kernels_nn.c - the network ops a lowered PyTorch model meets besides
  * elementwise math: Softmax, LogSoftmax, LayerNormalization, Gemm,
- * GlobalAveragePool, Resize (nearest and linear).
+ * GlobalAveragePool, Conv, Resize (nearest and linear).
  *
  * Floats only, computed in double.  Softmax subtracts the row's maximum
  * before exponentiating so large inputs do not overflow.
@@ -226,6 +226,116 @@ static Status k_global_avg_pool(const KCtx *k, RTensor *const *in, uint32_t nin,
 	return OK;
 }
 
+/* ---- Conv ---------------------------------------------------------------------- */
+
+/* Walks idx over the box dims[0..n) in row-major order; 0 past the end. */
+static int next_index(int64_t *idx, const int64_t *dims, int32_t n)
+{
+	for (int32_t d = n - 1; d >= 0; d--) {
+		if (++idx[d] < dims[d])
+			return 1;
+		idx[d] = 0;
+	}
+	return 0;
+}
+
+/* X [N, C, D...] * W [M, C/group, K...] (+ B [M]) -> [N, M, O...], any
+ * number of spatial dims, with pads (or auto_pad), strides, dilations and
+ * groups; sums in double.  Direct and unblocked: it serves folding (a
+ * convolution of constants) and `onnxc run`, not speed. */
+static Status k_conv(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need_float(k, in, nin, 2) != OK)
+		return FAILED;
+	const RTensor *x = in[0], *w = in[1], *b = nin > 2 ? in[2] : NULL;
+	int32_t sp = x->rank - 2;
+	int64_t group = rt_attr_int(k, "group", 1);
+	if (sp < 1 || w->rank != x->rank || group < 1 || x->shape[1] % group || w->shape[0] % group ||
+	    w->shape[1] * group != x->shape[1] || (b && (b->rank != 1 || b->shape[0] != w->shape[0])))
+		return rt_fail(k, "operands %s do not make a convolution", "X, W, B");
+	int64_t *pads, np, *strides, ns, *dil, nd;
+	char buf[16];
+	if (rt_attr_ints(k, "pads", &pads, &np) != OK)
+		return FAILED;
+	if (rt_attr_ints(k, "strides", &strides, &ns) != OK || rt_attr_ints(k, "dilations", &dil, &nd) != OK) {
+		free(pads);
+		free(strides);
+		return FAILED;
+	}
+	const char *autopad = rt_attr_str(k, "auto_pad", "NOTSET", buf, sizeof buf);
+	int64_t pb[RT_MAX_RANK], st[RT_MAX_RANK], dl[RT_MAX_RANK], ks[RT_MAX_RANK], shape[RT_MAX_RANK];
+	Status s = OK;
+	if ((np >= 0 && np != 2 * sp) || (ns >= 0 && ns != sp) || (nd >= 0 && nd != sp))
+		s = rt_fail(k, "pads, strides or dilations do not match %d spatial dims", (int)sp);
+	shape[0] = x->shape[0];
+	shape[1] = w->shape[0];
+	for (int32_t d = 0; d < sp && s == OK; d++) {
+		int64_t n = x->shape[d + 2];
+		ks[d] = w->shape[d + 2];
+		st[d] = ns > 0 ? strides[d] : 1;
+		dl[d] = nd > 0 ? dil[d] : 1;
+		if (st[d] < 1 || dl[d] < 1) {
+			s = rt_fail(k, "strides and dilations must be positive");
+			break;
+		}
+		int64_t span = dl[d] * (ks[d] - 1) + 1, pe;
+		if (strcmp(autopad, "SAME_UPPER") == 0 || strcmp(autopad, "SAME_LOWER") == 0) {
+			int64_t o = (n + st[d] - 1) / st[d], total = (o - 1) * st[d] + span - n;
+			total = total > 0 ? total : 0;
+			pb[d] = autopad[5] == 'U' ? total / 2 : total - total / 2;
+			pe = total - pb[d];
+		} else if (strcmp(autopad, "VALID") == 0) {
+			pb[d] = pe = 0;
+		} else {
+			pb[d] = np > 0 ? pads[d] : 0;
+			pe = np > 0 ? pads[d + sp] : 0;
+		}
+		int64_t o = n + pb[d] + pe - span;
+		if (o < 0) {
+			s = rt_fail(k, "the kernel is larger than the padded input in spatial dim %d", (int)d);
+			break;
+		}
+		shape[d + 2] = o / st[d] + 1;
+	}
+	free(pads);
+	free(strides);
+	free(dil);
+	if (s != OK || !(*out = rt_new(k->n->loc, x->dtype, x->rank, shape)))
+		return FAILED;
+	int64_t cg = w->shape[1], mg = w->shape[0] / group, insz = 1, ksz = 1, at = 0;
+	for (int32_t d = 0; d < sp; d++) {
+		insz *= x->shape[d + 2];
+		ksz *= ks[d];
+	}
+	if ((*out)->numel == 0)
+		return OK;
+	for (int64_t n = 0; n < shape[0]; n++)
+		for (int64_t m = 0; m < shape[1]; m++) {
+			int64_t oi[RT_MAX_RANK] = { 0 }, c0 = m / mg * cg;
+			do {
+				double acc = b ? rt_get_f(b, m) : 0;
+				for (int64_t c = 0; c < cg; c++) {
+					int64_t ki[RT_MAX_RANK] = { 0 }, kat = (m * cg + c) * ksz;
+					int64_t xbase = (n * x->shape[1] + c0 + c) * insz;
+					do {
+						int64_t off = 0, ok = 1;
+						for (int32_t d = 0; d < sp && ok; d++) {
+							int64_t p = oi[d] * st[d] - pb[d] + ki[d] * dl[d];
+							ok = p >= 0 && p < x->shape[d + 2];
+							off = off * x->shape[d + 2] + p;
+						}
+						if (ok)
+							acc += rt_get_f(x, xbase + off) * rt_get_f(w, kat);
+						kat++;
+					} while (next_index(ki, ks, sp));
+				}
+				rt_set_f(*out, at++, acc);
+			} while (next_index(oi, shape + 2, sp));
+		}
+	return OK;
+}
+
 /* ---- Resize ------------------------------------------------------------------- */
 
 /* Opset 11 on, modes nearest and (n-)linear, without antialias, every
@@ -419,6 +529,7 @@ Kernel rt_nn_kernel(OpId op)
 	case OP_ONNX_Gemm: return k_gemm;
 	case OP_ONNX_GlobalAveragePool: return k_global_avg_pool;
 	case OP_ONNX_Resize: return k_resize;
+	case OP_ONNX_Conv: return k_conv;
 	default: return NULL;
 	}
 }
