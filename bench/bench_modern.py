@@ -11,13 +11,15 @@ builders, imported), in a child process of its own under a timeout:
    message, not fatal;
 2. node count (nodes of subgraphs and local functions included), op
    histogram and file size (with external data) of both files;
-3. when both files match PyTorch, both run in ONNX Runtime in that process
-   (CPU, default graph optimizations, one intra-op and one inter-op
-   thread), on the example's inputs, interleaved: after warm-up, rounds
-   alternating A B and B A, each timing a batch of inferences that lasts
-   about --sample-ms (the same batch for both files); the median of each
-   over the rounds, their ratio onnxc / peer and the 95% bootstrap interval
-   of that ratio (rounds resampled).
+3. when both files match PyTorch, both run in ONNX Runtime (CPU, default
+   graph optimizations, one intra-op and one inter-op thread), on the
+   example's inputs, in --procs fresh processes (4), every other one
+   loading the peer's file first: in one process the session made first
+   runs a few percent off the other, either way.  In each, after warm-up,
+   rounds alternate A B and B A, each timing a batch of inferences that
+   lasts about --sample-ms (the same batch for both files).  Over the
+   rounds of all the processes: the median of each, their ratio onnxc /
+   peer and the 95% bootstrap interval of that ratio (rounds resampled).
 
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_exporter.py [-k PATTERN] [--runs N]
         [--budget S] [--no-latency] [--onnxc PATH] [--timeout S] [--keep DIR]
@@ -43,6 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, ".."))
@@ -105,14 +109,51 @@ def ratio_interval(a, b, draws=2000):
 
 
 def latency(res, case, workdir, a):
-    sessions = [zoo.ort_session(os.path.join(workdir, f)) for f in ("onnxc.onnx", "peer.onnx")]
+    """Times both files in --procs fresh processes, half of them loading the
+    peer's file first (in one process the session made first runs a few
+    percent slower or faster, by where its memory lands: the same file
+    against a copy of itself reads 0.96 to 1.01), and pools their rounds."""
     leaves = zoo.flatten_inputs(case.model, case.args, case.kwargs)
-    feeds = [feeds_for(s, leaves) for s in sessions]
-    times, batch = interleaved(sessions, feeds, a.runs, a.budget, a.sample_ms)
+    names = [n for n, _ in leaves]
+    np.savez(os.path.join(workdir, "inputs.npz"), **{"i%d" % k: v for k, (_, v) in enumerate(leaves)})
+    with open(os.path.join(workdir, "inputs.json"), "w") as f:
+        json.dump(names, f)
+    procs = max(1, a.procs)
+    times = [[], []]
+    batch = None
+    for p in range(procs):
+        job = {"workdir": workdir, "peer_first": p % 2 == 1, "runs": max(5, -(-a.runs // procs)),
+               "budget": a.budget / procs, "sample_ms": a.sample_ms}
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--latency-child", json.dumps(job)],
+                             capture_output=True, text=True, timeout=a.timeout)
+        lines = [l for l in out.stdout.splitlines() if l.startswith("LATENCY ")]
+        if not lines:
+            tail = (out.stderr or "").strip().splitlines()
+            raise RuntimeError("latency process: exit %d: %s" % (out.returncode, tail[-1][:200] if tail else ""))
+        got = json.loads(lines[-1][len("LATENCY "):])
+        times[0] += got["times"][0]
+        times[1] += got["times"][1]
+        batch = got["batch"]
     mo, mp = statistics.median(times[0]), statistics.median(times[1])
     lo, hi = ratio_interval(times[0], times[1])
     res["latency"] = {"onnxc_ms": mo * 1e3, "peer_ms": mp * 1e3, "ratio": mo / mp,
-                      "lo": lo, "hi": hi, "rounds": len(times[0]), "batch": batch}
+                      "lo": lo, "hi": hi, "rounds": len(times[0]), "batch": batch, "procs": procs}
+
+
+def latency_child(job):
+    """One timing process: both sessions (in the order asked), interleaved
+    rounds; prints LATENCY {times: [onnxc, peer], batch}."""
+    workdir = job["workdir"]
+    with open(os.path.join(workdir, "inputs.json")) as f:
+        names = json.load(f)
+    arrays = np.load(os.path.join(workdir, "inputs.npz"))
+    leaves = [(n, arrays["i%d" % k]) for k, n in enumerate(names)]
+    order = ["peer.onnx", "onnxc.onnx"] if job["peer_first"] else ["onnxc.onnx", "peer.onnx"]
+    made = {f: zoo.ort_session(os.path.join(workdir, f)) for f in order}
+    sessions = [made["onnxc.onnx"], made["peer.onnx"]]
+    feeds = [feeds_for(s, leaves) for s in sessions]
+    times, batch = interleaved(sessions, feeds, job["runs"], job["budget"], job["sample_ms"])
+    print("LATENCY " + json.dumps({"times": times, "batch": batch}), flush=True)
 
 
 def run_onnxc(spec, case, ref, a, workdir, r):
@@ -175,7 +216,7 @@ def child(spec, a):
 def run_child(spec, a):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec),
            "--onnxc", a.onnxc, "--runs", str(a.runs), "--budget", str(a.budget),
-           "--sample-ms", str(a.sample_ms), "--opset", str(a.opset)]
+           "--sample-ms", str(a.sample_ms), "--opset", str(a.opset), "--procs", str(a.procs)]
     cmd += ["--no-latency"] if a.no_latency else []
     cmd += ["--keep", a.keep] if a.keep else []
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -261,6 +302,9 @@ def report(rows, load0, load1, a, wall):
         line += "; latency at or below the peer's (ratio <= 1.00, or a tie) on %d of %d, " \
                 "geometric mean of the ratio %.3f" % (fast, len(logs), math.exp(sum(logs) / len(logs)))
     print(line + ".")
+    if getattr(a, "left", None):
+        print("Not run: %d torchvision builders over the zoo test's parameter budget "
+              "(--large runs them)." % len(a.left))
     print("Load average (1 min) %.2f at the start, %.2f at the end; wall time %.0f s; "
           "onnxc %s at opset %d." % (load0, load1, wall, a.onnxc, a.opset))
 
@@ -282,6 +326,9 @@ def main(argv=None):
                     help="onnxc's default-domain opset (default 20, onnxc.export's default "
                          "and the peer's)")
     ap.add_argument("--no-latency", action="store_true", help="nodes and sizes only")
+    ap.add_argument("--large", action="store_true",
+                    help="also the torchvision builders the zoo test leaves to --large "
+                         "(over its parameter budget)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds a model (default 900)")
     ap.add_argument("-j", dest="jobs", type=int, default=1,
                     help="models at once (default 1; more distorts the latencies)")
@@ -289,8 +336,15 @@ def main(argv=None):
                     help="print the op histograms of both files for MODEL (no latency)")
     ap.add_argument("--keep", metavar="DIR", help="keep the files in DIR/MODEL/")
     ap.add_argument("--save-json", metavar="FILE", help="write the raw results as JSON")
+    ap.add_argument("--procs", type=int, default=4,
+                    help="timing processes a model, half loading the peer's file first; the "
+                         "rounds and the budget are split among them (default 4)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--latency-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.latency_child:
+        latency_child(json.loads(a.latency_child))
+        return 0
     a.onnxc = os.path.abspath(a.onnxc)
     if os.path.isdir(a.onnxc):
         a.onnxc = os.path.join(a.onnxc, "onnxc")
@@ -301,9 +355,16 @@ def main(argv=None):
         ap.error("no onnxc at %s (build it, or give --onnxc)" % a.onnxc)
     if a.hist:
         a.pattern, a.no_latency = [a.hist], True
+    budget = {} if a.large or a.hist else zoo.tv_budget_skips()
     models = [(n, s) for n, f, s in zoo.all_models()
               if not a.pattern or any(p in n or p == f or fnmatch.fnmatch(n, p)
                                       for p in a.pattern)]
+    left = [n for n, s in models if s[0] == "torchvision" and s[2] in budget]
+    models = [(n, s) for n, s in models if n not in left]
+    a.left = left
+    if left:
+        print("Left to --large (over the zoo test's parameter budget): %d models (%s)."
+              % (len(left), ", ".join(left)), file=sys.stderr)
     if a.hist:
         models = [m for m in models if m[0] == a.hist] or models[:1]
     if not models:
