@@ -13,13 +13,15 @@ builders, imported), in a child process of its own under a timeout:
    histogram and file size (with external data) of both files;
 3. when both files match PyTorch, both run in ONNX Runtime (CPU, default
    graph optimizations, one intra-op and one inter-op thread), on the
-   example's inputs, in --procs fresh processes (4), every other one
-   loading the peer's file first: in one process the session made first
-   runs a few percent off the other, either way.  In each, after warm-up,
-   rounds alternate A B and B A, each timing a batch of inferences that
-   lasts about --sample-ms (the same batch for both files).  Over the
-   rounds of all the processes: the median of each, their ratio onnxc /
-   peer and the 95% bootstrap interval of that ratio (rounds resampled).
+   example's inputs, in --procs fresh processes (8), every other one
+   loading the peer's file first: one process's ratio moves by several
+   percent with where its sessions land in memory (the same file against
+   a copy of itself: 0.93 to 1.09).  In each, after warm-up, rounds
+   alternate A B and B A, each timing a batch of inferences that lasts
+   about --sample-ms (the same batch for both files).  Over the rounds of
+   all the processes: the median of each, their ratio onnxc / peer and the
+   95% bootstrap interval of that ratio (processes resampled, then rounds
+   within each).
 
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_exporter.py [-k PATTERN] [--runs N]
         [--budget S] [--no-latency] [--onnxc PATH] [--timeout S] [--keep DIR]
@@ -96,14 +98,23 @@ def interleaved(sessions, feeds, runs, budget, sample_ms):
     return times, batch
 
 
-def ratio_interval(a, b, draws=2000):
-    """95% bootstrap interval of median(a) / median(b), rounds resampled."""
+def ratio_interval(groups_a, groups_b, draws=2000):
+    """95% bootstrap interval of median(a) / median(b) over rounds timed in
+    several processes: each draw resamples the processes, then the rounds
+    within each (a process's rounds share where its sessions landed in
+    memory, so they are not independent of one another)."""
     rng = random.Random(1)
-    n = len(a)
+    n = len(groups_a)
     q = []
     for _ in range(draws):
-        idx = [rng.randrange(n) for _ in range(n)]
-        q.append(statistics.median(a[i] for i in idx) / statistics.median(b[i] for i in idx))
+        xa, xb = [], []
+        for _ in range(n):
+            g = rng.randrange(n)
+            ga, gb = groups_a[g], groups_b[g]
+            idx = [rng.randrange(len(ga)) for _ in range(len(ga))]
+            xa += [ga[i] for i in idx]
+            xb += [gb[i] for i in idx]
+        q.append(statistics.median(xa) / statistics.median(xb))
     q.sort()
     return q[int(0.025 * draws)], q[int(0.975 * draws) - 1]
 
@@ -119,7 +130,7 @@ def latency(res, case, workdir, a):
     with open(os.path.join(workdir, "inputs.json"), "w") as f:
         json.dump(names, f)
     procs = max(1, a.procs)
-    times = [[], []]
+    groups = [[], []]
     batch = None
     for p in range(procs):
         job = {"workdir": workdir, "peer_first": p % 2 == 1, "runs": max(5, -(-a.runs // procs)),
@@ -131,11 +142,12 @@ def latency(res, case, workdir, a):
             tail = (out.stderr or "").strip().splitlines()
             raise RuntimeError("latency process: exit %d: %s" % (out.returncode, tail[-1][:200] if tail else ""))
         got = json.loads(lines[-1][len("LATENCY "):])
-        times[0] += got["times"][0]
-        times[1] += got["times"][1]
+        groups[0].append(got["times"][0])
+        groups[1].append(got["times"][1])
         batch = got["batch"]
+    times = [sum(g, []) for g in groups]
     mo, mp = statistics.median(times[0]), statistics.median(times[1])
-    lo, hi = ratio_interval(times[0], times[1])
+    lo, hi = ratio_interval(groups[0], groups[1])
     res["latency"] = {"onnxc_ms": mo * 1e3, "peer_ms": mp * 1e3, "ratio": mo / mp,
                       "lo": lo, "hi": hi, "rounds": len(times[0]), "batch": batch, "procs": procs}
 
@@ -336,9 +348,9 @@ def main(argv=None):
                     help="print the op histograms of both files for MODEL (no latency)")
     ap.add_argument("--keep", metavar="DIR", help="keep the files in DIR/MODEL/")
     ap.add_argument("--save-json", metavar="FILE", help="write the raw results as JSON")
-    ap.add_argument("--procs", type=int, default=4,
+    ap.add_argument("--procs", type=int, default=8,
                     help="timing processes a model, half loading the peer's file first; the "
-                         "rounds and the budget are split among them (default 4)")
+                         "rounds and the budget are split among them (default 8)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--latency-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
