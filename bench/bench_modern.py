@@ -21,7 +21,10 @@ builders, imported), in a child process of its own under a timeout:
    about --sample-ms (the same batch for both files).  Over the rounds of
    all the processes: the median of each, their ratio onnxc / peer and the
    95% bootstrap interval of that ratio (processes resampled, then rounds
-   within each).
+   within each).  A model slow enough that the processes would outlast
+   about four budgets (each runs 3 warm-ups and at least 5 rounds of both
+   files) gets fewer of them, an even number and at least 2, sized from
+   the first one's times.
 
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_exporter.py [-k PATTERN] [--runs N]
         [--budget S] [--no-latency] [--onnxc PATH] [--timeout S] [--keep DIR]
@@ -132,7 +135,8 @@ def latency(res, case, workdir, a):
     procs = max(1, a.procs)
     groups = [[], []]
     batch = None
-    for p in range(procs):
+    p = 0
+    while p < procs:
         job = {"workdir": workdir, "peer_first": p % 2 == 1, "runs": max(5, -(-a.runs // procs)),
                "budget": a.budget / procs, "sample_ms": a.sample_ms}
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--latency-child", json.dumps(job)],
@@ -145,6 +149,14 @@ def latency(res, case, workdir, a):
         groups[0].append(got["times"][0])
         groups[1].append(got["times"][1])
         batch = got["batch"]
+        p += 1
+        if p == 1:
+            # A slow model: each process costs (3 warm-ups + 5 rounds) x 2
+            # inferences at the least; keep the processes (an even number,
+            # at least 2) within about 4 budgets.
+            one = statistics.median(got["times"][0] + got["times"][1]) * batch
+            fit = int(4 * a.budget / max(one * 16, 1e-9))
+            procs = min(procs, max(2, fit + fit % 2))
     times = [sum(g, []) for g in groups]
     mo, mp = statistics.median(times[0]), statistics.median(times[1])
     lo, hi = ratio_interval(groups[0], groups[1])
