@@ -253,7 +253,7 @@ static Status k_conv(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 	int64_t group = rt_attr_int(k, "group", 1);
 	if (sp < 1 || w->rank != x->rank || group < 1 || x->shape[1] % group || w->shape[0] % group ||
 	    w->shape[1] * group != x->shape[1] || (b && (b->rank != 1 || b->shape[0] != w->shape[0])))
-		return rt_fail(k, "operands %s do not make a convolution", "X, W, B");
+		return rt_fail(k, "operands X, W, B do not make a convolution");
 	int64_t *pads, np, *strides, ns, *dil, nd;
 	char buf[16];
 	if (rt_attr_ints(k, "pads", &pads, &np) != OK)
@@ -464,7 +464,8 @@ static Status k_resize(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor 
 	if (nin < 1 || !in[0])
 		return rt_fail(k, "input 0 is missing");
 	const RTensor *x = in[0];
-	if (!dtype_is_float(x->dtype) && !dtype_is_int(x->dtype))
+	/* Computed in double: 64-bit integers past 2^53 would not survive. */
+	if (!dtype_is_float(x->dtype) && (!dtype_is_int(x->dtype) || rt_elem_size(x->dtype) == 8))
 		return rt_unsupported(k, x);
 	const char *mode = rt_attr_str(k, "mode", "nearest", b1, sizeof b1);
 	const char *cts_s = rt_attr_str(k, "coordinate_transformation_mode", "half_pixel", b2, sizeof b2);
@@ -483,6 +484,9 @@ static Status k_resize(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor 
 	double scale[RT_MAX_RANK];
 	if (resize_plan(k, in, nin, shape, scale) != OK)
 		return FAILED;
+	for (int32_t d = 0; d < x->rank; d++)
+		if (x->shape[d] == 0 && shape[d] > 0)
+			return rt_fail(k, "cannot resize the empty axis %d to %lld elements", (int)d, (long long)shape[d]);
 	if (!(*out = rt_new(k->n->loc, x->dtype, x->rank, shape)))
 		return FAILED;
 	/* Resample axis by axis, the current extent of each axis in cur. */
