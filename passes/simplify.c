@@ -10,6 +10,9 @@
  *                                                       step is a constant 1
  *                                                       (`x[:, None]`'s full
  *                                                       slice)
+ *   Concat(..., e, ...)                          -> Concat(...) in place, e of
+ *                                                       size 0 along the axis
+ *                                                       (splices at an end)
  *   Concat/Max/Min/Sum/Mean(x)                   -> x   (one operand: a copy;
  *                                                       torch.cat([x]), the
  *                                                       decompositions' Max of
@@ -397,6 +400,33 @@ static ValueId unsqueeze_before(Simplify *s, Node *n, ValueId x, ValueId axes, i
 	return v;
 }
 
+/* Concat's operands of size 0 along its axis add nothing: they go, and
+ * the last one stays if all are (the result is then empty too).  Known
+ * ranks on every operand and the result only. */
+static void drop_empty_operands(Simplify *s, Node *n, ValueId r)
+{
+	const Named *ax = node_kw(n, S_axis);
+	const Type *tr = tensor_type(s, r);
+	if (!ax || ax->val.kind != A_INT || !tr || tr->rank <= 0)
+		return;
+	int64_t a = ax->val.u.i < 0 ? ax->val.u.i + tr->rank : ax->val.u.i;
+	if (a < 0 || a >= tr->rank)
+		return;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n->nargs; i++) {
+		const Type *t = n->args[i].kind == A_VALUE ? tensor_type(s, n->args[i].u.v) : NULL;
+		if (!t || t->rank != tr->rank)
+			return;
+	}
+	for (uint32_t i = 0; i < n->nargs; i++) {
+		const Dim d = tensor_type(s, n->args[i].u.v)->dims[a];
+		if (!d.sym && d.v == 0 && (k || i + 1 < n->nargs))
+			continue;
+		n->args[k++] = n->args[i];
+	}
+	n->nargs = k;
+}
+
 /* ConcatFromSequence(SequenceConstruct(x0, ..., xk-1), axis, new_axis)
  * -> Concat(x0, ..., axis), or with new_axis=1 Concat(Unsqueeze(x0, [axis]),
  * ..., axis): torch.stack.  ConcatFromSequence's axis counts from the end
@@ -584,6 +614,9 @@ static void simplify_node(Simplify *s, Node *n)
 			replace(s, r, x);
 		break;
 	case OP_ONNX_Concat:
+		drop_empty_operands(s, n, r);
+		x = operand(n, 0);
+		/* fall through */
 	case OP_ONNX_Max:
 	case OP_ONNX_Min:
 	case OP_ONNX_Sum:
