@@ -1,6 +1,6 @@
 /* kernels_shape.c - data movement and shape kernels: Reshape, Flatten,
  * Squeeze, Unsqueeze, Transpose, Slice, Expand, Tile, Concat, Split,
- * Gather, GatherElements, GatherND, Trilu, EyeLike, Dropout (inference), Shape, Size,
+ * Gather, GatherElements, ScatterElements, GatherND, Trilu, EyeLike, Dropout (inference), Shape, Size,
  * Range, Identity, Constant, ConstantOfShape.
  *
  * They move elements as bytes, so they work for every dtype the runtime
@@ -518,6 +518,54 @@ static Status k_gather_elements(const KCtx *k, RTensor *const *in, uint32_t nin,
 	return OK;
 }
 
+/* A copy of data with out[i0.., index at axis, ..] = updates[i0..]: the
+ * inverse of GatherElements, updates of the indices' shape.  Without
+ * reduction only: a repeated index is the last write, as the operator's
+ * reference does it. */
+static Status k_scatter_elements(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	int32_t axis;
+	int64_t st[RT_MAX_RANK], idx[RT_MAX_RANK] = { 0 };
+	char buf[16];
+	if (need(k, in, nin, 3) != OK || rt_axis(k, rt_attr_int(k, "axis", 0), in[0]->rank, &axis) != OK)
+		return FAILED;
+	const RTensor *x = in[0], *ix = in[1], *u = in[2];
+	const char *red = rt_attr_str(k, "reduction", "none", buf, sizeof buf);
+	if (strcmp(red, "none") != 0)
+		return rt_fail(k, "kernel lacks reduction '%s'", red);
+	if (ix->dtype != DT_I64 && ix->dtype != DT_I32)
+		return rt_unsupported(k, ix);
+	if (ix->rank != x->rank || u->rank != x->rank || u->dtype != x->dtype)
+		return rt_fail(k, "indices and updates must have the rank of the data, updates its dtype");
+	for (int32_t d = 0; d < x->rank; d++) {
+		if (u->shape[d] != ix->shape[d])
+			return rt_fail(k, "updates and indices differ in dim %d", (int)d);
+		if (d != axis && ix->shape[d] > x->shape[d])
+			return rt_fail(k, "indices are larger than the data in dim %d", (int)d);
+	}
+	int64_t dim = x->shape[axis];
+	for (int64_t i = 0; i < ix->numel; i++) {
+		int64_t j = rt_get_i(ix, i);
+		if (j < -dim || j >= dim)
+			return rt_fail(k, "index %lld is out of range for a dim of %lld", (long long)j, (long long)dim);
+	}
+	if (!(*out = rt_new(k->n->loc, x->dtype, x->rank, x->shape)))
+		return FAILED;
+	size_t es = rt_elem_size(x->dtype);
+	memcpy((*out)->data, x->data, (size_t)x->numel * es);
+	row_strides(x, st);
+	for (int64_t i = 0; i < ix->numel; i++) {
+		int64_t j = rt_get_i(ix, i), off = 0;
+		for (int32_t d = 0; d < x->rank; d++)
+			off += (d == axis ? j + (j < 0 ? dim : 0) : idx[d]) * st[d];
+		memcpy((*out)->data + (size_t)off * es, u->data + (size_t)i * es, es);
+		for (int32_t d = x->rank - 1; d >= 0 && ++idx[d] == ix->shape[d]; d--)
+			idx[d] = 0;
+	}
+	return OK;
+}
+
 /* data [b..., r...], indices [b..., q..., k] -> [b..., q..., r[k:]...]: each
  * index tuple of k picks a slice of data within its batch (the first
  * batch_dims dims, shared by both). */
@@ -794,6 +842,7 @@ Kernel rt_shape_kernel(OpId op)
 	case OP_ONNX_Split: return k_split;
 	case OP_ONNX_Gather: return k_gather;
 	case OP_ONNX_GatherElements: return k_gather_elements;
+	case OP_ONNX_ScatterElements: return k_scatter_elements;
 	case OP_ONNX_GatherND: return k_gather_nd;
 	case OP_ONNX_Trilu: return k_trilu;
 	case OP_ONNX_EyeLike: return k_eye_like;
