@@ -228,17 +228,6 @@ static Status k_global_avg_pool(const KCtx *k, RTensor *const *in, uint32_t nin,
 
 /* ---- Conv ---------------------------------------------------------------------- */
 
-/* Walks idx over the box dims[0..n) in row-major order; 0 past the end. */
-static int next_index(int64_t *idx, const int64_t *dims, int32_t n)
-{
-	for (int32_t d = n - 1; d >= 0; d--) {
-		if (++idx[d] < dims[d])
-			return 1;
-		idx[d] = 0;
-	}
-	return 0;
-}
-
 /* X [N, C, D...] * W [M, C/group, K...] (+ B [M]) -> [N, M, O...], any
  * number of spatial dims, with pads (or auto_pad), strides, dilations and
  * groups; sums in double.  Direct and unblocked: it serves folding (a
@@ -328,10 +317,10 @@ static Status k_conv(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 						if (ok)
 							acc += rt_get_f(x, xbase + off) * rt_get_f(w, kat);
 						kat++;
-					} while (next_index(ki, ks, sp));
+					} while (rt_next_index(ki, ks, sp));
 				}
 				rt_set_f(*out, at++, acc);
-			} while (next_index(oi, shape + 2, sp));
+			} while (rt_next_index(oi, shape + 2, sp));
 		}
 	return OK;
 }

@@ -481,6 +481,20 @@ static Status k_gather(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor 
 	return OK;
 }
 
+/* GatherElements' and ScatterElements' walk: the element offset (strides
+ * st) in data of the indices' element at position idx, whose value j (in
+ * range, negative from the end of a dim of dim) stands at axis; idx then
+ * steps to the indices' next element. */
+static int64_t element_at(int64_t *idx, const RTensor *ix, const int64_t *st, int32_t axis, int64_t j,
+			  int64_t dim)
+{
+	int64_t off = 0;
+	for (int32_t d = 0; d < ix->rank; d++)
+		off += (d == axis ? j + (j < 0 ? dim : 0) : idx[d]) * st[d];
+	rt_next_index(idx, ix->shape, ix->rank);
+	return off;
+}
+
 /* out[i0..] = data[i0.., index at axis, ..]: indices has data's rank. */
 static Status k_gather_elements(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
@@ -503,17 +517,13 @@ static Status k_gather_elements(const KCtx *k, RTensor *const *in, uint32_t nin,
 	size_t es = rt_elem_size(x->dtype);
 	int64_t dim = x->shape[axis];
 	for (int64_t i = 0; i < ix->numel; i++) {
-		int64_t j = rt_get_i(ix, i), off = 0;
+		int64_t j = rt_get_i(ix, i);
 		if (j < -dim || j >= dim) {
 			rt_free(*out);
 			*out = NULL;
 			return rt_fail(k, "index %lld is out of range for a dim of %lld", (long long)j, (long long)dim);
 		}
-		for (int32_t d = 0; d < x->rank; d++)
-			off += (d == axis ? j + (j < 0 ? dim : 0) : idx[d]) * st[d];
-		memcpy((*out)->data + (size_t)i * es, x->data + (size_t)off * es, es);
-		for (int32_t d = x->rank - 1; d >= 0 && ++idx[d] == ix->shape[d]; d--)
-			idx[d] = 0;
+		memcpy((*out)->data + (size_t)i * es, x->data + (size_t)element_at(idx, ix, st, axis, j, dim) * es, es);
 	}
 	return OK;
 }
@@ -555,14 +565,9 @@ static Status k_scatter_elements(const KCtx *k, RTensor *const *in, uint32_t nin
 	size_t es = rt_elem_size(x->dtype);
 	memcpy((*out)->data, x->data, (size_t)x->numel * es);
 	row_strides(x, st);
-	for (int64_t i = 0; i < ix->numel; i++) {
-		int64_t j = rt_get_i(ix, i), off = 0;
-		for (int32_t d = 0; d < x->rank; d++)
-			off += (d == axis ? j + (j < 0 ? dim : 0) : idx[d]) * st[d];
-		memcpy((*out)->data + (size_t)off * es, u->data + (size_t)i * es, es);
-		for (int32_t d = x->rank - 1; d >= 0 && ++idx[d] == ix->shape[d]; d--)
-			idx[d] = 0;
-	}
+	for (int64_t i = 0; i < ix->numel; i++)
+		memcpy((*out)->data + (size_t)element_at(idx, ix, st, axis, rt_get_i(ix, i), dim) * es,
+		       u->data + (size_t)i * es, es);
 	return OK;
 }
 

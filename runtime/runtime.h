@@ -96,6 +96,9 @@ typedef struct RtIter {
 } RtIter;
 void rt_iter_init(RtIter *it, int32_t rank, const int64_t *shape, uint32_t n, RTensor *const *ts);
 void rt_iter_next(RtIter *it);
+/* Steps idx over the box dims[0..n) in row-major order; 0 (idx all 0
+ * again) past the end. */
+int rt_next_index(int64_t *idx, const int64_t *dims, int32_t n);
 /* "f32[2,3]" into buf. */
 const char *rt_describe(const RTensor *t, char *buf, size_t n);
 

@@ -223,6 +223,16 @@ void rt_iter_init(RtIter *it, int32_t rank, const int64_t *shape, uint32_t n, RT
 	}
 }
 
+int rt_next_index(int64_t *idx, const int64_t *dims, int32_t n)
+{
+	for (int32_t d = n - 1; d >= 0; d--) {
+		if (++idx[d] < dims[d])
+			return 1;
+		idx[d] = 0;
+	}
+	return 0;
+}
+
 /* Amortised O(1): the carry reaches dim d once every shape[d+1..] steps. */
 void rt_iter_next(RtIter *it)
 {
