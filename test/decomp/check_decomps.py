@@ -65,22 +65,35 @@ class X:
     """A graph input: `X("f32[2,3]")`, values uniform in [lo, hi) (floats
     default to normal), `intf=True` for integer-valued floats,
     `special=True` for floats whose first elements are nan, inf, -inf,
-    `unique=True` for integers drawn from [lo, hi) without repeats."""
+    `unique=True` for integers drawn from [lo, hi) without repeats,
+    `dead=True` for an attention mask (bool, or float with -inf) whose
+    first and every third row along the last dim masks every key."""
 
-    def __init__(self, spec, lo=None, hi=None, intf=False, special=False, unique=False):
+    def __init__(self, spec, lo=None, hi=None, intf=False, special=False, unique=False,
+                 dead=False):
         self.dtype, dims = spec.split("[", 1)
         dims = dims.rstrip("]")
         self.shape = tuple(int(d) for d in dims.split(",")) if dims else ()
         self.lo, self.hi, self.intf, self.special = lo, hi, intf, special
         self.unique = unique
+        self.dead = dead
 
     def make(self, rng):
         arr = self.draw(rng)
+        if self.dead:
+            arr = self.kill_rows(arr, rng)
         if self.special:
             flat = arr.reshape(-1)
             k = min(3, flat.size)
             flat[:k] = np.array([np.nan, np.inf, -np.inf], dtype=arr.dtype)[:k]
         return arr
+
+    def kill_rows(self, arr, rng):
+        rows = arr.reshape(-1, arr.shape[-1])
+        if arr.dtype != np.bool_:
+            rows[rng.random(rows.shape) < 0.3] = -np.inf
+        rows[::3] = False if arr.dtype == np.bool_ else -np.inf
+        return rows.reshape(arr.shape)
 
     def draw(self, rng):
         npt = DTYPES[self.dtype][0]
@@ -761,8 +774,21 @@ def np_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
         s = np.where(attn_mask, s, -np.inf)
     elif attn_mask is not None:
         s = s + attn_mask
+    # A row whose keys are all masked gives zeros (torch 2.x's
+    # _safe_softmax), not NaN.
+    dead = np.isneginf(s).all(-1, keepdims=True)
+    s = np.where(dead, 0.0, s)
     p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True) @ v).astype(np.float32)
+    y = p / p.sum(-1, keepdims=True) @ v
+    return np.where(dead, 0.0, y).astype(np.float32)
+
+
+def np_safe_softmax(x, dim, dtype=None):
+    """torch 2.x's _safe_softmax: softmax, 0 where a slice is all -inf."""
+    x = x.astype(np.float64)
+    dead = np.isneginf(x).all(dim, keepdims=True)
+    e = np.exp(np.where(dead, 0.0, x) - np.where(dead, 0.0, x).max(dim, keepdims=True))
+    return np.where(dead, 0.0, e / e.sum(dim, keepdims=True)).astype(np.float32)
 
 
 SDPA = dict(ref=np_sdpa)
@@ -781,6 +807,23 @@ A([
       f("f32[1,1,5,8]"), is_causal=True, enable_gqa=True, id="sdpa-gqa-causal", **SDPA),
     C("aten::scaled_dot_product_attention", f("f32[3,4,5,8]"), f("f32[3,2,5,8]"),
       f("f32[3,2,5,8]"), f("f32[5,5]"), enable_gqa=True, id="sdpa-gqa-mask", **SDPA),
+    # Rows whose keys are all masked (a left-padded prompt's pad positions):
+    # zeros there, and nothing else touched (no NaN anywhere).
+    C("aten::scaled_dot_product_attention", f("f32[2,2,4,4]"), f("f32[2,2,6,4]"),
+      f("f32[2,2,6,4]"), X("bool[2,1,4,6]", dead=True), id="sdpa-dead-bool", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,4,4]"), f("f32[2,2,6,4]"),
+      f("f32[2,2,6,4]"), X("f32[2,1,4,6]", dead=True), id="sdpa-dead-float", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,4,4,8]"), f("f32[2,2,6,8]"),
+      f("f32[2,2,6,8]"), X("bool[4,6]", dead=True), enable_gqa=True,
+      id="sdpa-dead-gqa", **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,2,4,4]"), f("f32[2,2,6,4]"),
+      f("f32[2,2,6,4]"), X("bool[2,1,4,6]", dead=True), id="sdpa-dead-bool-opset23",
+      opset=23, **SDPA),
+    C("aten::scaled_dot_product_attention", f("f32[2,4,4,8]"), f("f32[2,2,6,8]"),
+      f("f32[2,2,6,8]"), X("f32[2,1,4,6]", dead=True), enable_gqa=True,
+      id="sdpa-dead-float-gqa-opset23", opset=23, **SDPA),
+    C("aten::_safe_softmax", X("f32[4,6]", dead=True), -1, ref=np_safe_softmax,
+      id="_safe_softmax-dead"),
 ])
 
 # -- what the torchvision models need (index.Tensor, roll, pads, view scatters,
