@@ -8,7 +8,8 @@
 #                                ONNX's node tests, decompositions against
 #                                PyTorch, the Python API (torch 1.13 and 2.x),
 #                                the exporter's contract, the modern zoo
-#                                (torch 2.x), end-to-end tests, the
+#                                (torch 2.x), generation with a KV cache
+#                                against generate() (torch 2.x), end-to-end tests, the
 #                                torchvision/torchaudio zoo sweep (torch 1.13)
 #   bash utils/test.sh --quick   build, lit, round trip, kernels, decompositions, the
 #                                Python API, the contract and end-to-end only
@@ -19,7 +20,7 @@
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
 # lit runs, the round trip, the conformance and kernel suites, the Python API and contract
-# tests, the end-to-end tests and the zoo sweep.
+# tests, the generation test, the end-to-end tests and the zoo sweep.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,7 +50,7 @@ for arg in "$@"; do
     --fuzz-long) FUZZ_LONG=600 ;;
     --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
       [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -340,6 +341,16 @@ else
   [ -x "$VPY" ] || fail "modern zoo" "no $VPY: run bash utils/install-deps.sh"
   counted "modern zoo" "rerun with $VPY test/zoo/run_modern_zoo.py -k MODEL; the table is in build/modern_zoo.md" \
     "$VPY" test/zoo/run_modern_zoo.py --onnxc "$REPO/build/onnxc" -j"$JOBS" --markdown build/modern_zoo.md
+fi
+
+# ---- 6e. generation with a key/value cache on torch 2.x ----
+header "generation (torch 2.x): decoders with past in ONNX Runtime against generate() (test/generation/)"
+if [ "$QUICK" = 1 ]; then
+  echo "skipped: --quick"; note generation "skipped: --quick"
+else
+  [ -x "$VPY" ] || fail generation "no $VPY: run bash utils/install-deps.sh"
+  counted generation "rerun with $VPY test/generation/run_generation.py -k MODEL" \
+    env ONNXC="$REPO/build/onnxc" "$VPY" test/generation/run_generation.py
 fi
 
 # ---- 7. end-to-end ----

@@ -31,9 +31,10 @@ import time
 
 from .control import cond, fori_loop, while_loop  # noqa: E402,F401
 from .program import ExportedModel  # noqa: E402,F401
+from .generation import GenerationModel, export_for_generation  # noqa: E402,F401
 
 __all__ = ["export", "ExportedModel", "ConversionError", "find_onnxc", "cond", "while_loop",
-           "fori_loop"]
+           "fori_loop", "export_for_generation", "GenerationModel"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))

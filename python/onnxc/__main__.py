@@ -3,6 +3,12 @@
     python3 -m onnxc --module mymodel.py:Net --input-shape 2,16 -o net.onnx
     python3 -m onnxc --module llm.py:LLM --input-shape 2,30 --input-dtype i64 \\
         --dynamic input_ids:0:batch --dynamic input_ids:1:seq -o llm.onnx
+    python3 -m onnxc --checkpoint ./tiny-llama -o ./tiny-llama-onnx
+
+--checkpoint takes a transformers model saved with save_pretrained and writes
+its generation files into the -o directory (onnxc.export_for_generation):
+model.onnx, the decoder with its key/value cache, or encoder.onnx and
+decoder.onnx for an encoder-decoder.
 """
 
 import argparse
@@ -14,20 +20,25 @@ from . import ConversionError, _bridge, export
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m onnxc",
                                 description="Export a PyTorch module to ONNX with onnxc.")
-    p.add_argument("--module", required=True, metavar="FILE.py:CLASS",
-                   help="a module class built with no constructor arguments")
-    p.add_argument("--input-shape", action="append", required=True, metavar="D0,D1,...",
-                   help="shape of one forward input (repeat for several)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--module", metavar="FILE.py:CLASS",
+                      help="a module class built with no constructor arguments")
+    what.add_argument("--checkpoint", metavar="DIR",
+                      help="a transformers checkpoint directory (save_pretrained): write its "
+                           "generation files (decoder with key/value cache) into -o DIR")
+    p.add_argument("--input-shape", action="append", metavar="D0,D1,...",
+                   help="shape of one forward input (repeat for several; with --module)")
     p.add_argument("--input-dtype", action="append", metavar="DTYPE",
                    help="dtype of the matching --input-shape (f32, i64, ...); default f32")
     p.add_argument("--dynamic", action="append", metavar="INPUT:DIM:NAME",
                    help="name dim DIM of input INPUT as a dynamic dim (repeatable)")
     p.add_argument("--input-names", metavar="A,B", help="names of the graph inputs")
     p.add_argument("--output-names", metavar="A,B", help="names of the graph outputs")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.onnx")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.onnx",
+                   help="the model file; with --checkpoint, a directory")
     p.add_argument("-O", dest="optimize", default="2", choices=("0", "1", "2"),
                    help="optimization level (default 2)")
-    p.add_argument("--opset", type=int, default=18)
+    p.add_argument("--opset", type=int, default=20, help="default-domain opset (default 20)")
     p.add_argument("--outline", action="store_true", help="nn.Modules as ONNX local functions")
     p.add_argument("--external-data", action="store_true",
                    help="large tensors in OUT.onnx.data")
@@ -54,6 +65,10 @@ def main(argv=None):
     shown.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                        help="never show the stages")
     a = p.parse_args(argv)
+    if a.checkpoint:
+        return _checkpoint(a)
+    if not a.input_shape:
+        p.error("--module needs --input-shape")
 
     import torch
     bridge = _bridge()
@@ -89,6 +104,22 @@ def main(argv=None):
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1
     print("wrote %s" % a.output)
+    return 0
+
+
+def _checkpoint(a):
+    from .generation import export_for_generation
+    try:
+        g = export_for_generation(a.checkpoint, a.output, opset=a.opset,
+                                  optimize="O" + a.optimize,
+                                  external_data=a.external_data or None,
+                                  progress=a.progress, report=a.report or None,
+                                  capture=a.capture)
+    except ConversionError as e:
+        print("onnxc: error: %s" % e, file=sys.stderr)
+        return 1
+    files = [m.path for m in (g.encoder, g.decoder) if m is not None]
+    print("wrote %s" % ", ".join(files))
     return 0
 
 

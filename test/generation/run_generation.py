@@ -1,0 +1,306 @@
+"""Generation with a KV cache in ONNX Runtime, against transformers' generate().
+
+Each decoder LLM of the modern zoo (test/zoo/run_modern_zoo.py's LLMS
+table: small configs, seeded random weights, nothing downloaded) is exported
+once with onnxc.export_for_generation (one file: prefill and decode steps,
+dynamic batch, sequence and past), then generates 16 tokens greedily in
+ONNX Runtime (onnxc.generation.greedy) for
+  b1      one prompt,
+  b3      three prompts of one length,
+  b3pad   three prompts left-padded by 0, 2 and 4 tokens (as a tokenizer
+          pads a batch),
+each checked against `model.generate(do_sample=False)`: the same tokens,
+every step's logits within 1e-4, and the prefill's logits within 1e-4 of
+eager PyTorch wherever the attention mask is 1.  Also: a model whose state
+is not a key/value cache (Mamba) is refused with a message saying so, and
+`python -m onnxc --checkpoint DIR` on a save_pretrained directory writes a
+file that generates the same tokens, and examples/generate.py (the greedy
+loop docs/generation.md shows) runs and agrees with generate().
+
+    ~/.cache/onnxc/venv-torch2/bin/python test/generation/run_generation.py [-k NAME] [--peer]
+
+--peer also exports the same with-past module with
+torch.onnx.export(dynamo=True) and runs the same three checks on its file,
+and prints both node counts and the median decode step.  The last line is
+`N passed, N failed, N skipped` (one check a case; a model that does not
+convert is a counted skip with its reason when listed in KNOWN_SKIPS, else
+a failure).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "test", "zoo"))
+
+NEW_TOKENS = 16
+PROMPT = 8
+TOL = 1e-4
+PADS = (0, 2, 4)
+
+# name -> why it is not run yet (counted as skips).
+KNOWN_SKIPS = {
+    "mixtral": "its experts run through transformers::grouped_mm_fallback, which ONNX "
+               "Runtime does not know",
+}
+
+
+def build(name):
+    """The zoo's LLM `name` with its cache on (the zoo turns it off)."""
+    import torch
+    import transformers as T
+    import run_modern_zoo as Z
+    cls, cfg, extra = Z.LLMS[name]
+    fields = dict(extra["_only"]) if "_only" in extra else dict(Z._LLM_COMMON, **extra)
+    torch.manual_seed(0)
+    model = getattr(T, cls)(getattr(T, cfg)(**fields)).eval()
+    sys.path.insert(0, os.path.join(REPO, "test", "e2e"))
+    import models as e2e_models
+    return e2e_models._lively(model)
+
+
+def prompts(model, batch, pads, seed):
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    vocab = model.config.vocab_size
+    ids = torch.randint(3, vocab, (batch, PROMPT), generator=g)
+    mask = torch.ones(batch, PROMPT, dtype=torch.long)
+    pad = model.generation_config.pad_token_id
+    pad = 0 if pad is None else pad
+    for r, n in enumerate(pads):
+        ids[r, :n] = pad
+        mask[r, :n] = 0
+    return ids, mask
+
+
+def reference(model, ids, mask):
+    """generate()'s tokens and per-step logits, and the prefill's logits."""
+    import torch
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=mask, max_new_tokens=NEW_TOKENS,
+                             do_sample=False, use_cache=True, output_logits=True,
+                             return_dict_in_generate=True)
+        kw = {}
+        import inspect
+        if "position_ids" in inspect.signature(model.forward).parameters:
+            from onnxc.bridge.with_past import position_ids_from_mask
+            kw["position_ids"] = position_ids_from_mask(mask)
+        full = model(input_ids=ids, attention_mask=mask, use_cache=False, **kw).logits
+    return (out.sequences[:, ids.shape[1]:].numpy(), [x.numpy() for x in out.logits],
+            full.numpy())
+
+
+def check_case(sess, model, ids, mask, tokens_cfg):
+    """'' when the file generates what generate() does, else why not."""
+    from onnxc.generation import greedy
+    want, want_logits, want_full = reference(model, ids, mask)
+    got, got_logits, got_full = greedy(sess, ids.numpy(), mask.numpy(), NEW_TOKENS,
+                                       eos_token_id=tokens_cfg["eos_token_id"],
+                                       pad_token_id=tokens_cfg["pad_token_id"],
+                                       return_logits=True)
+    if np.isnan(got_full).any() or any(np.isnan(x).any() for x in got_logits):
+        return "NaN in the logits"
+    keep = mask.numpy().astype(bool)
+    d = float(np.abs(got_full[keep] - want_full[keep]).max())
+    if d > TOL:
+        return "prefill logits differ from eager by %.2g where the mask is 1" % d
+    if got.shape != want.shape or not np.array_equal(got, want):
+        first = next((i for i in range(min(got.shape[1], want.shape[1]))
+                      if not np.array_equal(got[:, i], want[:, i])), None)
+        return "tokens differ from generate() (first at step %s): %s vs %s" % (
+            first, got.tolist(), want.tolist())
+    for step, (a, b) in enumerate(zip(got_logits, want_logits)):
+        d = float(np.abs(a - b).max())
+        if d > TOL:
+            return "step %d logits differ by %.2g" % (step, d)
+    return ""
+
+
+CASES = (("b1", 1, (0,)), ("b3", 3, (0, 0, 0)), ("b3pad", 3, PADS))
+
+
+def nodes(path):
+    import onnx
+    return len(onnx.load(path, load_external_data=False).graph.node)
+
+
+def decode_ms(sess, batch=1, past=32, reps=30):
+    """Median ms of one decode step (one new token over `past` cached)."""
+    from onnxc.generation import _empty_past
+    feed = {}
+    names = [i.name for i in sess.get_inputs()]
+    for n, v in _empty_past(sess, batch).items():
+        shape = list(v.shape)
+        shape[2] = past
+        feed[n] = np.random.default_rng(0).standard_normal(shape).astype(v.dtype)
+    feed["input_ids"] = np.full((batch, 1), 5, np.int64)
+    feed["attention_mask"] = np.ones((batch, past + 1), np.int64)
+    if "position_ids" in names:
+        feed["position_ids"] = np.full((batch, 1), past, np.int64)
+    for _ in range(5):
+        sess.run(None, feed)
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        sess.run(None, feed)
+        ts.append(time.perf_counter() - t0)
+    return 1000 * float(np.median(ts))
+
+
+def export_peer(spec, path):
+    import torch
+    from torch.export import Dim
+    dims = {}
+
+    def conv(s):
+        if isinstance(s, str):
+            return Dim.DYNAMIC
+        if isinstance(s, dict):
+            return {k: conv(v) for k, v in s.items()}
+        return type(s)(conv(v) for v in s)
+    dims = conv(spec.dynamic_shapes)
+    torch.onnx.export(spec.module, spec.args, path, dynamo=True, dynamic_shapes=dims,
+                      input_names=spec.input_names, output_names=spec.output_names,
+                      verbose=False)
+
+
+def run_model(name, work, results, peer):
+    import onnxruntime as ort
+    import onnxc
+    from onnxc.generation import _token_config
+    model = build(name)
+    out = os.path.join(work, name)
+    t0 = time.time()
+    try:
+        g = onnxc.export_for_generation(model, out, progress=False)
+        t_export = time.time() - t0
+        sess = ort.InferenceSession(g.decoder.path, providers=["CPUExecutionProvider"])
+    except Exception as e:   # noqa: BLE001 (reported, counted)
+        msg = str(e).strip().splitlines()[0][:300]
+        status = "skip" if name in KNOWN_SKIPS else "FAIL"
+        for case, _, _ in CASES:
+            results.append((name, case, status, KNOWN_SKIPS.get(name, "export: " + msg)))
+        return
+    toks = _token_config(model)
+    for i, (case, batch, pads) in enumerate(CASES):
+        ids, mask = prompts(model, batch, pads, seed=10 + i)
+        why = check_case(sess, model, ids, mask, toks)
+        results.append((name, case, "FAIL" if why else "ok", why))
+    row = "%-12s onnxc: export %.1fs, %d nodes, decode step %.3f ms" % (
+        name, t_export, nodes(g.decoder.path), decode_ms(sess))
+    if peer:
+        from onnxc.bridge import with_past
+        path = os.path.join(out, "peer.onnx")
+        spec = with_past.decoder_spec(model)
+        t0 = time.time()
+        try:
+            export_peer(spec, path)
+            psess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        except Exception as e:   # noqa: BLE001
+            row += "; peer: fails (%s)" % str(e).strip().splitlines()[0][:120]
+        else:
+            t_peer = time.time() - t0
+            ok = []
+            for i, (case, batch, pads) in enumerate(CASES):
+                ids, mask = prompts(model, batch, pads, seed=10 + i)
+                why = check_case(psess, model, ids, mask, toks)
+                ok.append(case if not why else "%s: %s" % (case, why[:60]))
+            row += "; peer: export %.1fs, %d nodes, decode step %.3f ms, %s" % (
+                t_peer, nodes(path), decode_ms(psess), ", ".join(ok))
+    print(row, flush=True)
+
+
+def check_refusal(work, results):
+    """A recurrent model (Mamba) is refused with a message naming its state."""
+    import torch
+    import transformers as T
+    import onnxc
+    torch.manual_seed(0)
+    cfg = T.MambaConfig(vocab_size=128, hidden_size=32, state_size=4, num_hidden_layers=2)
+    model = T.MambaForCausalLM(cfg).eval()
+    try:
+        onnxc.export_for_generation(model, os.path.join(work, "mamba"), progress=False)
+    except onnxc.ConversionError as e:
+        ok = "not a key/value cache" in str(e)
+        results.append(("mamba", "refused", "ok" if ok else "FAIL",
+                        "" if ok else "unclear message: %s" % e))
+        return
+    results.append(("mamba", "refused", "FAIL", "exported without a word"))
+
+
+def check_cli(work, results):
+    """python -m onnxc --checkpoint DIR on a save_pretrained directory."""
+    import onnxruntime as ort
+    from onnxc.generation import _token_config
+    model = build("llama")
+    ckpt = os.path.join(work, "llama-ckpt")
+    model.save_pretrained(ckpt)
+    out = os.path.join(work, "llama-cli")
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    p = subprocess.run([sys.executable, "-m", "onnxc", "--checkpoint", ckpt, "-o", out],
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        results.append(("cli", "--checkpoint", "FAIL", p.stderr.strip()[-300:]))
+        return
+    sess = ort.InferenceSession(os.path.join(out, "model.onnx"),
+                                providers=["CPUExecutionProvider"])
+    ids, mask = prompts(model, 3, PADS, seed=20)
+    why = check_case(sess, model, ids, mask, _token_config(model))
+    results.append(("cli", "--checkpoint", "FAIL" if why else "ok", why))
+
+
+def check_example(results):
+    """examples/generate.py: the documented greedy loop, end to end."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "generate.py")],
+                       capture_output=True, text=True, env=env)
+    ok = p.returncode == 0 and "same tokens as generate(): True" in p.stdout
+    results.append(("example", "generate.py", "ok" if ok else "FAIL",
+                    "" if ok else (p.stdout + p.stderr).strip()[-300:]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--onnxc", help="the onnxc binary (default: $ONNXC, else build/onnxc)")
+    ap.add_argument("-k", dest="pattern", action="append", help="only models containing PATTERN")
+    ap.add_argument("--peer", action="store_true",
+                    help="also torch.onnx.export(dynamo=True) of the same module")
+    a = ap.parse_args()
+    if a.onnxc:
+        os.environ["ONNXC"] = os.path.abspath(a.onnxc)
+    elif "ONNXC" not in os.environ:
+        os.environ["ONNXC"] = os.path.join(REPO, "build", "onnxc")
+    import torch
+    torch.set_num_threads(1)
+    import run_modern_zoo as Z
+    names = [n for n in Z.LLMS if not a.pattern or any(p in n for p in a.pattern)]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="onnxc-gen.") as work:
+        for name in names:
+            try:
+                run_model(name, work, results, a.peer)
+            except Exception as e:   # noqa: BLE001 (a crash in the check is a failure)
+                results.append((name, "run", "FAIL", "%s: %s" % (type(e).__name__, e)))
+        if not a.pattern:
+            check_refusal(work, results)
+            check_cli(work, results)
+            check_example(results)
+    for name, case, status, why in results:
+        print("%-12s %-13s %-5s %s" % (name, case, status, why))
+    passed = sum(r[2] == "ok" for r in results)
+    failed = sum(r[2] == "FAIL" for r in results)
+    skipped = sum(r[2] == "skip" for r in results)
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
