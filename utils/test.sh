@@ -7,8 +7,9 @@
 #                                to opsets 13 and 26), the runtime's kernels on
 #                                ONNX's node tests, decompositions against
 #                                PyTorch, the Python API (torch 1.13 and 2.x),
-#                                the exporter's contract, the modern zoo
-#                                (torch 2.x), end-to-end tests, the
+#                                the exporter's contract, the modern zoo and
+#                                encoder-decoder generation (torch 2.x),
+#                                end-to-end tests, the
 #                                torchvision/torchaudio zoo sweep (torch 1.13)
 #   bash utils/test.sh --quick   build, lit, round trip, kernels, decompositions, the
 #                                Python API, the contract and end-to-end only
@@ -340,6 +341,16 @@ else
   [ -x "$VPY" ] || fail "modern zoo" "no $VPY: run bash utils/install-deps.sh"
   counted "modern zoo" "rerun with $VPY test/zoo/run_modern_zoo.py -k MODEL; the table is in build/modern_zoo.md" \
     "$VPY" test/zoo/run_modern_zoo.py --onnxc "$REPO/build/onnxc" -j"$JOBS" --markdown build/modern_zoo.md
+fi
+
+# ---- 6e. encoder-decoder generation on torch 2.x ----
+header "seq2seq (torch 2.x): Whisper, T5 and BART decoded greedily in ONNX Runtime (test/generation/run_seq2seq.py)"
+if [ "$QUICK" = 1 ]; then
+  echo "skipped: --quick"; note "seq2seq" "skipped: --quick"
+else
+  [ -x "$VPY" ] || fail "seq2seq" "no $VPY: run bash utils/install-deps.sh"
+  counted "seq2seq" "rerun with $VPY test/generation/run_seq2seq.py -k MODEL/CASE" \
+    "$VPY" test/generation/run_seq2seq.py --onnxc "$REPO/build/onnxc"
 fi
 
 # ---- 7. end-to-end ----

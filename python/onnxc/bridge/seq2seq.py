@@ -183,7 +183,7 @@ def _cache_shape(model):
     return int(heads), int(head_dim)
 
 
-def _example_encoder_inputs(model, names, batch, seq, gen):
+def _example_encoder_inputs(model, names, batch, seq, gen, dtype):
     cfg = model.config
     if names[0] == "input_ids":
         ids = torch.randint(3, int(cfg.vocab_size), (batch, seq), generator=gen)
@@ -192,7 +192,7 @@ def _example_encoder_inputs(model, names, batch, seq, gen):
         return [ids, mask]
     if names[0] == "input_features":
         frames = 2 * int(cfg.max_source_positions)  # Whisper: fixed by the model
-        return [torch.randn(batch, int(cfg.num_mel_bins), frames, generator=gen)]
+        return [torch.randn(batch, int(cfg.num_mel_bins), frames, generator=gen).to(dtype)]
     raise ValueError("export_seq2seq: no example for the encoder input %r" % names[0])
 
 
@@ -207,7 +207,7 @@ def export_seq2seq(model, out_dir, batch=2, enc_seq=5, past=3, seq=2, **export_k
 
     Returns {"encoder": ExportedModel, "decoder": ExportedModel,
     "num_layers", "num_heads", "head_dim", "encoder_input_names",
-    "decoder_input_names", "decoder_output_names", "decoder_start_token_id",
+    "encoder_output_names", "decoder_input_names", "decoder_output_names", "decoder_start_token_id",
     "eos_token_id", "pad_token_id", "vocab_size", "dir"}."""
     from .. import export
     if min(batch, enc_seq, past, seq) < 2:
@@ -219,13 +219,18 @@ def export_seq2seq(model, out_dir, batch=2, enc_seq=5, past=3, seq=2, **export_k
     names = encoder_input_names(model)
     with_mask = "attention_mask" in names
     gen = torch.Generator().manual_seed(0)
-    enc_args = _example_encoder_inputs(model, names, batch, enc_seq, gen)
-    enc_seq = (enc_args[0].shape[1] if with_mask else
-               int(getattr(model.config, "max_source_positions", 0)) or enc_seq)
+    dtype = next(model.parameters()).dtype
+    enc_args = _example_encoder_inputs(model, names, batch, enc_seq, gen, dtype)
+    with torch.no_grad():   # the encoder's length (Whisper's: fixed by the model)
+        enc_seq = int(model.get_encoder()(**dict(zip(names, enc_args)))
+                      .last_hidden_state.shape[1])
 
     enc_wrap = (_TextEncoder if with_mask else _FeatureEncoder)(model).eval()
-    enc_dyn = {"input_ids": {0: "batch", 1: "enc_seq"}, "attention_mask": {0: "batch", 1: "enc_seq"}} \
-        if with_mask else {names[0]: {0: "batch"}}
+    if with_mask:
+        enc_dyn = {"input_ids": {0: "batch", 1: "enc_seq"},
+                   "attention_mask": {0: "batch", 1: "enc_seq"}}
+    else:
+        enc_dyn = {names[0]: {0: "batch"}}
     enc_outs = ["encoder_hidden_states"]
     for i in range(n):
         enc_outs += ["present.%d.encoder.key" % i, "present.%d.encoder.value" % i]
@@ -242,7 +247,7 @@ def export_seq2seq(model, out_dir, batch=2, enc_seq=5, past=3, seq=2, **export_k
     for i in range(n):
         for part, length in (("decoder", past), ("encoder", enc_seq)):
             for kv in ("key", "value"):
-                cache.append(torch.randn(batch, heads, length, head_dim, generator=gen))
+                cache.append(torch.randn(batch, heads, length, head_dim, generator=gen).to(dtype))
                 dec_names.append("past_key_values.%d.%s.%s" % (i, part, kv))
                 cache_dyn.append({0: "batch", 2: "past" if part == "decoder" else "enc_seq"})
     dec_outs = ["logits"]
@@ -338,7 +343,8 @@ def greedy_seq2seq(info_or_dir, encoder_inputs, max_new_tokens, eos_token_id="co
         for kv in ("key", "value"):
             past["past_key_values.%d.decoder.%s" % (i, kv)] = np.zeros(
                 (batch, heads, 0, head_dim), dtype=dtype)
-            past["past_key_values.%d.encoder.%s" % (i, kv)] = enc_out["present.%d.encoder.%s" % (i, kv)]
+            past["past_key_values.%d.encoder.%s" % (i, kv)] = \
+                enc_out["present.%d.encoder.%s" % (i, kv)]
     dec_names = info["decoder_input_names"]
     tokens = np.full((batch, 1), info["decoder_start_token_id"], dtype=np.int64)
     done = np.zeros(batch, dtype=bool)
@@ -359,7 +365,8 @@ def greedy_seq2seq(info_or_dir, encoder_inputs, max_new_tokens, eos_token_id="co
         tokens = np.concatenate([tokens, nxt[:, None]], axis=1)
         for i in range(n):
             for kv in ("key", "value"):
-                past["past_key_values.%d.decoder.%s" % (i, kv)] = outs["present.%d.decoder.%s" % (i, kv)]
+                past["past_key_values.%d.decoder.%s" % (i, kv)] = \
+                    outs["present.%d.decoder.%s" % (i, kv)]
         if eos and done.all():
             break
     return (tokens, step_logits) if return_logits else tokens
