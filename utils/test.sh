@@ -9,7 +9,8 @@
 #                                PyTorch, the Python API (torch 1.13 and 2.x),
 #                                the exporter's contract, the modern zoo
 #                                (torch 2.x), generation with a KV cache
-#                                against generate() (torch 2.x), end-to-end tests, the
+#                                against generate(), decoders and
+#                                encoder-decoders (torch 2.x), end-to-end tests, the
 #                                torchvision/torchaudio zoo sweep (torch 1.13)
 #   bash utils/test.sh --quick   build, lit, round trip, kernels, decompositions, the
 #                                Python API, the contract and end-to-end only
@@ -50,7 +51,7 @@ for arg in "$@"; do
     --fuzz-long) FUZZ_LONG=600 ;;
     --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
       [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -344,13 +345,15 @@ else
 fi
 
 # ---- 6e. generation with a key/value cache on torch 2.x ----
-header "generation (torch 2.x): decoders with past in ONNX Runtime against generate() (test/generation/)"
+header "generation (torch 2.x): decoders and encoder-decoders with past in ONNX Runtime against generate() (test/generation/)"
 if [ "$QUICK" = 1 ]; then
   echo "skipped: --quick"; note generation "skipped: --quick"
 else
   [ -x "$VPY" ] || fail generation "no $VPY: run bash utils/install-deps.sh"
   counted generation "rerun with $VPY test/generation/run_generation.py -k MODEL" \
     env ONNXC="$REPO/build/onnxc" "$VPY" test/generation/run_generation.py
+  counted "generation seq2seq" "rerun with $VPY test/generation/run_seq2seq.py -k MODEL/CASE" \
+    "$VPY" test/generation/run_seq2seq.py --onnxc "$REPO/build/onnxc"
 fi
 
 # ---- 7. end-to-end ----
