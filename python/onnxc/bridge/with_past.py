@@ -165,7 +165,7 @@ def decoder_spec(model):
     shapes = []
     for k, v in past:
         shapes += [(k.shape[1], k.shape[3]), (v.shape[1], v.shape[3])]
-    wrapper = _DecoderWithPast(model) if takes_pos else _DecoderWithPastNoPositions(model)
+    wrapper = (_DecoderWithPast(model) if takes_pos else _DecoderWithPastNoPositions(model)).eval()
     return DecoderSpec(module=wrapper, args=tuple(args),
                        dynamic_shapes=dyn, input_names=names, output_names=outs,
                        num_layers=n, takes_position_ids=takes_pos, past_shapes=shapes)
