@@ -791,7 +791,23 @@ def np_safe_softmax(x, dim, dtype=None):
     return np.where(dead, 0.0, e / e.sum(dim, keepdims=True)).astype(np.float32)
 
 
-SDPA = dict(ref=np_sdpa)
+def sdpa_ref(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False):
+    """PyTorch's own scaled_dot_product_attention where the installed torch
+    has it (enable_gqa from 2.5), else its documented reference."""
+    fn = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    gqa_ok = "enable_gqa" in (getattr(fn, "__doc__", "") or "")
+    if fn is None or (enable_gqa and not gqa_ok):
+        return np_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    t = [torch.from_numpy(a) for a in (q, k, v)]
+    m = None if attn_mask is None else torch.from_numpy(attn_mask)
+    kw = dict(enable_gqa=True) if enable_gqa else {}
+    with torch.no_grad():
+        return fn(*t, attn_mask=m, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                  **kw).numpy()
+
+
+SDPA = dict(ref=sdpa_ref)
 A([
     C("aten::scaled_dot_product_attention", f("f32[1,2,3,4]"), f("f32[1,2,5,4]"),
       f("f32[1,2,5,4]"), **SDPA),
@@ -1486,8 +1502,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--onnxc", help="onnxc binary or build directory "
                     "(default $ONNXC_BUILD, else build/onnxc)")
-    ap.add_argument("-k", dest="pattern", help="only the cases whose id contains PATTERN "
-                    "or matches it as a glob")
+    ap.add_argument("-k", dest="pattern", action="append",
+                    help="only the cases whose id contains PATTERN or matches it as a glob "
+                         "(repeatable: any of them)")
     ap.add_argument("-v", action="store_true", help="print the program of failing cases")
     ap.add_argument("--no-dtypes", dest="dtypes", action="store_false",
                     help="leave out the dtype matrix (test/decomp/dtype_matrix.py)")
@@ -1514,8 +1531,8 @@ def main():
     passed = failed = skipped = xfailed = 0
     with tempfile.TemporaryDirectory(prefix="check-decomps-") as workdir:
         for index, case in enumerate(todo):
-            if opts.pattern and opts.pattern not in case.id and \
-                    not fnmatch.fnmatch(case.id, opts.pattern):
+            if opts.pattern and not any(p in case.id or fnmatch.fnmatch(case.id, p)
+                                        for p in opts.pattern):
                 continue
             label = "%-44s" % case.id
             in_matrix = hasattr(case, "matrix")
