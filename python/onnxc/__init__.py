@@ -34,7 +34,7 @@ from .program import ExportedModel  # noqa: E402,F401
 from .generation import GenerationModel, export_for_generation  # noqa: E402,F401
 
 __all__ = ["export", "ExportedModel", "ConversionError", "find_onnxc", "cond", "while_loop",
-           "fori_loop", "export_for_generation", "GenerationModel"]
+           "fori_loop", "export_for_generation", "GenerationModel", "VerificationError"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
@@ -73,6 +73,12 @@ class ConversionError(Exception):
         self.diagnostics = diagnostics
         self.fxir = fxir
         self.returncode = returncode
+
+
+class VerificationError(ConversionError):
+    """export(..., verify=True): the written file runs in ONNX Runtime but
+    its outputs differ from eager PyTorch's on the example inputs
+    (`diagnostics` names each output and its largest difference)."""
 
 
 def find_onnxc():
@@ -142,7 +148,8 @@ def _external_flag(external_data):
 def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=None,
            output_names=None, opset=20, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None,
-           progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None):
+           progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
+           decompositions=None, verify=False):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -189,6 +196,16 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       5 s; then each stage (capture, text, weights, onnxc)
                       with its time on standard error; True: always; False:
                       never
+      decompositions  a list of .fxir files (paths) or .fxir texts holding
+                      `decomp` definitions, as onnxc's -decomp=FILE: they
+                      win over the built-in library (a custom op's
+                      decomposition, docs/decompositions.md)
+      verify          True: run the written file in ONNX Runtime on the
+                      example inputs and compare each output with eager
+                      PyTorch's (relative tolerance 1e-3, absolute 1e-4 of
+                      the output's scale); a mismatch raises
+                      VerificationError; the report shows the step and the
+                      largest difference
 
     `model` may also be a torch.export.ExportedProgram (args None: its
     example inputs), or a torch.jit.script / torch.jit.trace result (torch
@@ -199,6 +216,13 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     tracing is its __cause__.
     """
     onnxc = find_onnxc()
+    user_decomps = _decomposition_sources(decompositions)
+    if verify:
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as e:
+            raise ConversionError("verify=True runs the file in ONNX Runtime: it needs the "
+                                  "onnxruntime package (%s)" % e) from None
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
                 + _external_flag(external_data)
                 + (["-allow-custom-ops"] if allow_custom_ops else []))
@@ -219,7 +243,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     keep = False
     try:
         out = os.path.abspath(f)
-        cmd = [onnxc, fxir] + cmd_tail + ["-emit=onnx", "-o", out, "-stats"]
+        decomp_flags = _decomposition_flags(user_decomps, work)
+        cmd = [onnxc, fxir] + cmd_tail + decomp_flags + ["-emit=onnx", "-o", out, "-stats"]
         decompose = []
         while True:
             t0 = time.perf_counter()
@@ -229,7 +254,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                                      dynamic_shapes=dynamic_shapes, input_names=input_names,
                                      output_names=output_names, dynamic_axes=dynamic_axes,
                                      training=training, capture=capture, decompose=decompose,
-                                     progress=shown, export_params=export_params)
+                                     progress=shown, export_params=export_params,
+                                     save_reference="io" if verify else False)
                 if opset_lines:
                     text = _add_opsets(fxir, text, opset_lines)
             except Exception as e:   # noqa: BLE001 (each reaches the caller as a ConversionError)
@@ -277,12 +303,28 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
         if not ok:
             keep = True
             _write_report(report_path, steps, diags, text, stats, None)
+            hint = ""
+            if "error: no decomposition for" in diags:
+                hint = ("\nfrom Python, pass a decomposition with onnxc.export(..., "
+                        "decompositions=[\"my_decomps.fxir\"]) (a path or the text; "
+                        "docs/decompositions.md)")
             raise ConversionError(
                 "onnxc exited %d converting %s:\n%s\n(the .fxir the locations refer to is "
-                "kept at %s)" % (p.returncode, type(model).__name__, diags.rstrip(), fxir),
+                "kept at %s)%s" % (p.returncode, type(model).__name__, diags.rstrip(), fxir,
+                                   hint),
                 diagnostics=diags, fxir=fxir, returncode=p.returncode)
         if diags.strip():
             sys.stderr.write(diags.rstrip() + "\n")
+        if verify:
+            t0 = time.perf_counter()
+            verdict = _verify(out, bridge.last_reference)
+            steps.append(("run in ONNX Runtime and compare with eager PyTorch: %s"
+                          % verdict.summary, verdict.ok, time.perf_counter() - t0))
+            if not verdict.ok:
+                _write_report(report_path, steps, verdict.detail, text, stats, listing)
+                raise VerificationError(
+                    "%s: ONNX Runtime's outputs differ from eager PyTorch's on the example "
+                    "inputs:\n%s" % (out, verdict.detail), diagnostics=verdict.detail)
         text = _write_report(report_path, steps, diags, text, stats, listing)
         result = ExportedModel(out, onnxc, text, report_path, owned_dir=owned)
         owned = None    # the object removes it now
@@ -293,6 +335,98 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
             shutil.rmtree(work, ignore_errors=True)
         if owned is not None:
             shutil.rmtree(owned, ignore_errors=True)
+
+
+def _decomposition_sources(decompositions):
+    """decompositions= as [(kind, value)]: ("file", absolute path) or
+    ("text", .fxir text); checked before anything is traced."""
+    if decompositions is None:
+        return []
+    if isinstance(decompositions, (str, os.PathLike)):
+        decompositions = [decompositions]
+    out = []
+    for d in decompositions:
+        if not isinstance(d, (str, os.PathLike)):
+            raise ConversionError("decompositions: want .fxir file paths or texts, not %r" % (d,))
+        d = os.fspath(d)
+        if "\n" in d or d.lstrip().startswith(("decomp ", "//", "module")):
+            out.append(("text", d))
+        elif os.path.isfile(d):
+            out.append(("file", os.path.abspath(d)))
+        else:
+            raise ConversionError("decompositions: %s is not a file (a decomposition given as "
+                                  "text holds a `decomp` definition)" % d)
+    return out
+
+
+def _decomposition_flags(sources, work):
+    """-decomp=FILE for each source; texts are written into `work` first, so
+    that onnxc's diagnostics point into a file that is kept on failure."""
+    flags = []
+    for i, (kind, value) in enumerate(sources):
+        if kind == "text":
+            path = os.path.join(work, "decompositions_%d.fxir" % i)
+            with open(path, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(value if value.endswith("\n") else value + "\n")
+            value = path
+        flags.append("-decomp=" + value)
+    return flags
+
+
+class _Verdict:
+    def __init__(self, ok, summary, detail):
+        self.ok, self.summary, self.detail = ok, summary, detail
+
+
+def _verify(path, reference):
+    """Runs `path` in ONNX Runtime on the example inputs of `reference`
+    (the bridge's last_reference) and compares each output PyTorch gave."""
+    import numpy as np
+    from .program import ExportedModel
+    m = ExportedModel(path, None, None)
+    sess = m.session
+    feeds = {}
+    for i in sess.get_inputs():
+        t = reference.get("input." + i.name)
+        if t is None:
+            return _Verdict(False, "no example value for input %r" % i.name,
+                            "verify: the example has no value for the graph input %r" % i.name)
+        feeds[i.name] = t.detach().cpu().numpy()
+    names = [o.name for o in sess.get_outputs()]
+    got = dict(zip(names, sess.run(None, feeds)))
+    worst, lines, bad = 0.0, [], False
+    for key, t in reference.items():
+        if not key.startswith("output."):
+            continue
+        name = key[len("output."):]
+        if name not in got:
+            bad = True
+            lines.append("output %s: not an output of the file" % name)
+            continue
+        want = t.detach().cpu().numpy()
+        have = np.asarray(got[name])
+        if have.shape != want.shape:
+            bad = True
+            lines.append("output %s: shape %s, PyTorch's %s" % (name, have.shape, want.shape))
+            continue
+        if want.dtype == np.bool_ or np.issubdtype(want.dtype, np.integer):
+            diff = float(np.count_nonzero(have != want))
+            ok = diff == 0
+            lines.append("output %s: %d elements differ" % (name, diff))
+        else:
+            w, h = want.astype(np.float64), have.astype(np.float64)
+            same_nan = np.array_equal(np.isnan(w), np.isnan(h))
+            fin = np.isfinite(w) & np.isfinite(h)
+            diff = float(np.abs(w - h)[fin].max()) if fin.any() else 0.0
+            scale = float(np.abs(w[fin]).max()) if fin.any() else 0.0
+            ok = same_nan and np.allclose(h[fin], w[fin], rtol=1e-3, atol=1e-4 * max(1.0, scale))
+            ok = ok and np.array_equal(np.isinf(w), np.isinf(h))
+            worst = max(worst, diff)
+            lines.append("output %s: max difference %.3g%s" % (name, diff,
+                                                               "" if same_nan else ", NaNs differ"))
+        bad = bad or not ok
+    summary = "max difference %.3g" % worst
+    return _Verdict(not bad, ("mismatch, " if bad else "") + summary, "\n".join(lines))
 
 
 def _bridge_message(bridge, e):

@@ -478,6 +478,100 @@ class Torch2Test(TempDirTest):
             self.assertLess(float(np.abs(got - want).max()), 1e-4, shape)
 
 
+SCALED_TANH = """decomp mylib::scaled_tanh(%x, $alpha) {
+  %t = onnx::Tanh(%x)
+  %a = aten::_onnxc_const($alpha) : f32
+  %c = onnx::CastLike(%a, %x)
+  %y = onnx::Mul(%t, %c)
+  return %y
+}
+"""
+
+
+def _scaled_tanh_model(torch_op_name):
+    """A model calling a torch.library.custom_op (torch >= 2.4)."""
+    @torch.library.custom_op(torch_op_name, mutates_args=())
+    def scaled_tanh(x: torch.Tensor, alpha: float) -> torch.Tensor:
+        return torch.tanh(x) * alpha
+
+    @scaled_tanh.register_fake
+    def _(x, alpha):
+        return torch.empty_like(x)
+
+    class UsesCustomOp(torch.nn.Module):
+        def forward(self, x):
+            return scaled_tanh(x, 2.5) + 1
+    return UsesCustomOp()
+
+
+HAS_CUSTOM_OP = hasattr(getattr(torch, "library", None), "custom_op")
+try:
+    import onnxruntime  # noqa: F401
+    HAS_ORT = True
+except ImportError:   # Debian's python3: ONNX Runtime is the venv's (utils/ortlib.py)
+    HAS_ORT = False
+
+
+class DecompositionsAndVerifyTest(TempDirTest):
+    """onnxc.export(decompositions=[...]): a user's .fxir decompositions, as
+    -decomp=FILE; verify=True: the file run in ONNX Runtime against eager
+    PyTorch, a mismatch raised."""
+
+    @unittest.skipUnless(HAS_CUSTOM_OP, "torch.library.custom_op: torch >= 2.4")
+    def test_custom_op_through_a_users_decomposition(self):
+        model = _scaled_tanh_model("onnxc_test::scaled_tanh")
+        text = SCALED_TANH.replace("mylib::", "onnxc_test::")
+        x = torch.randn(3, 4)
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(model, (x,), self.path("none.onnx"))
+        self.assertIn("no decomposition for onnxc_test::scaled_tanh", str(cm.exception))
+        self.assertIn("decompositions=", str(cm.exception))
+        fx = self.path("my_decomps.fxir")
+        with open(fx, "w") as fh:
+            fh.write(text)
+        for source in (fx, text):
+            m = onnxc.export(model, (x,), self.path("c.onnx"), decompositions=[source])
+            want = model(x)
+            got = m(x)[0]
+            self.assertLess(float((got - want).abs().max()), TOLERANCE)
+
+    @unittest.skipIf(HAS_ORT, "this Python has onnxruntime")
+    def test_verify_refused_without_onnxruntime(self):
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(MLP(), (torch.randn(2, 16),), self.path("m.onnx"), verify=True)
+        self.assertIn("needs the onnxruntime package", str(cm.exception))
+
+    def test_decompositions_checked_before_tracing(self):
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            onnxc.export(MLP(), (torch.randn(2, 16),), self.path("m.onnx"),
+                         decompositions=[self.path("missing.fxir")])
+        self.assertIn("is not a file", str(cm.exception))
+
+    @unittest.skipUnless(HAS_ORT, "verify=True needs onnxruntime in this Python")
+    def test_verify_passes_and_is_reported(self):
+        m = onnxc.export(MLP().eval(), (torch.randn(2, 16),), self.path("v.onnx"), verify=True,
+                         report=True)
+        line = [l for l in m.report.splitlines() if "compare with eager PyTorch" in l]
+        self.assertEqual(len(line), 1, m.report)
+        self.assertIn("max difference", line[0])
+        self.assertTrue(line[0].startswith("✅"), line[0])
+
+    @unittest.skipUnless(HAS_CUSTOM_OP and HAS_ORT, "torch.library.custom_op: torch >= 2.4")
+    def test_verify_raises_on_a_wrong_decomposition(self):
+        model = _scaled_tanh_model("onnxc_test::scaled_tanh_wrong")
+        wrong = """decomp onnxc_test::scaled_tanh_wrong(%x, $alpha) {
+  %y = onnx::Tanh(%x)
+  return %y
+}
+"""
+        with self.assertRaises(onnxc.VerificationError) as cm:
+            onnxc.export(model, (torch.randn(3, 4),), self.path("w.onnx"),
+                         decompositions=[wrong], verify=True, report=True)
+        self.assertIn("max difference", cm.exception.diagnostics)
+        with open(self.path("w_report.md"), encoding="utf-8") as fh:
+            self.assertIn("❌ run in ONNX Runtime and compare with eager PyTorch", fh.read())
+
+
 class ExportedModelTest(TempDirTest):
     """What onnxc.export returns: the model proto, save() with and without
     external data, running it in onnxruntime (Python) on torch tensors and
@@ -616,6 +710,7 @@ def main(case=None, doc=None):
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
                                 for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
+                                                      DecompositionsAndVerifyTest,
                                                       QuickStartTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)

@@ -78,6 +78,9 @@ from .progress import Progress  # noqa: F401
 # The capture the last export used (one of CAPTURES, "ExportedProgram", or
 # "make_fx" on torch 1.13).
 last_capture = None
+# The example's inputs and PyTorch's outputs of the last export with
+# save_reference="io": {"input.<name>" / "output.<name>": tensor}.
+last_reference = None
 # The ops PyTorch's decompositions replaced in the last export (decompose=).
 last_decomposed = []
 
@@ -114,7 +117,8 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     of `onnxc verify --ref` and `onnxc -bisect-accuracy=`: the example
     inputs (input.<name>), PyTorch's outputs for them (output.<name>) and
     every intermediate tensor of the traced graph (value.<name>), named as
-    in the .fxir.
+    in the .fxir.  "io": only the inputs and outputs, kept in memory as
+    last_reference (onnxc.export's verify), no file.
     training: the mode the model is traced in, as torch.onnx.export's
     TrainingMode: EVAL (or False, "eval"), TRAINING (True, "train",
     "training") or PRESERVE (None, the default here: the model's own mode).
@@ -245,7 +249,10 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
     if weights is None:
         with progress.stage("write weights"):
             write_safetensors(st_path, ex.weights)
-    if save_reference:
+    if save_reference == "io":
+        global last_reference
+        last_reference = _reference(ex, printer, model, args, kwargs, expected, values=False)
+    elif save_reference:
         write_safetensors(stem + ".ref.safetensors",
                           _reference(ex, printer, model, args, kwargs, expected))
     tmp = path + ".tmp"
@@ -282,8 +289,9 @@ def _raw_name(printed):
     return re.sub(r"\\(x[0-9a-fA-F]{2}|.)", unescape, s[1:-1])
 
 
-def _reference(ex, printer, model, args, kwargs, expected):
-    """{input.<name>, output.<name>, value.<name>: tensor} for the example."""
+def _reference(ex, printer, model, args, kwargs, expected, values=True):
+    """{input.<name>, output.<name>, value.<name>: tensor} for the example
+    (without the value.* entries unless `values`)."""
     leaves = []
     for n, v, _ in _bind_inputs(model, args, kwargs):
         _flatten(n, v, leaves)
@@ -308,8 +316,9 @@ def _reference(ex, printer, model, args, kwargs, expected):
                 # A copy now: an in-place op later must not change it.
                 ref.setdefault("value." + _raw_name(names[node]), val.detach().clone())
             return val
-    with torch.no_grad():
-        Capture(ex.gm).run(*feed)
+    if values:
+        with torch.no_grad():
+            Capture(ex.gm).run(*feed)
     if len(expected) != len(printer.returned):
         raise ExportError("the model returned %d tensors, the graph %d outputs"
                           % (len(expected), len(printer.returned)))
