@@ -122,13 +122,15 @@ class ExportedModel:
 
 
 def _flatten(value, out):
+    """The tensors of value, in export's order.  A str, bool, int, float or
+    None argument is a constant of the trace, not a graph input: left out."""
     if isinstance(value, (list, tuple)):
         for v in value:
             _flatten(v, out)
     elif isinstance(value, dict):
         for v in value.values():
             _flatten(v, out)
-    elif value is not None:
+    elif value is not None and not isinstance(value, (str, bool, int, float)):
         out.append(value)
 
 

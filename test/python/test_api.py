@@ -572,6 +572,44 @@ class DecompositionsAndVerifyTest(TempDirTest):
             self.assertIn("❌ run in ONNX Runtime and compare with eager PyTorch", fh.read())
 
 
+class TakesNonTensors(torch.nn.Module):
+    """str, bool, int, float and None arguments, also inside a list and a
+    dict: constants of the trace, as torch.onnx.export takes them."""
+
+    def forward(self, x, mode, flag, n, s, opt=None, cfg=None, extra=None):
+        y = x * n + s
+        if mode == "double":
+            y = y * 2
+        if flag:
+            y = y + 1
+        if opt is not None:
+            y = y + opt
+        if cfg is not None:
+            y = y * cfg["k"] + cfg["t"]
+        if extra is not None:
+            y = y - extra[1] * extra[0]
+        return y
+
+
+class NonTensorArgumentsTest(TempDirTest):
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_non_tensor_arguments_are_constants(self):
+        x, t, u = torch.randn(2, 3), torch.ones(3), torch.randn(2, 3)
+        model = TakesNonTensors()
+        args = (x, "double", True, 3, 0.5, None, {"k": 2, "t": t, "name": "a"}, [1.5, u])
+        m = onnxc.export(model, args, self.path("nt.onnx"))
+        self.assertEqual([i.name for i in onnx.load(self.path("nt.onnx")).graph.input],
+                         ["x", "cfg_t", "extra_1"])
+        got = m(*args)[0]
+        self.assertLess(float((got - model(*args)).abs().max()), TOLERANCE)
+        # The other branch of the str and bool arguments is another trace.
+        args2 = (x, "single", False, 2, -1.0)
+        m2 = onnxc.export(model, args2, self.path("nt2.onnx"))
+        self.assertEqual([i.name for i in onnx.load(self.path("nt2.onnx")).graph.input], ["x"])
+        self.assertLess(float((m2(x)[0] - model(*args2)).abs().max()), TOLERANCE)
+
+
 class ExportedModelTest(TempDirTest):
     """What onnxc.export returns: the model proto, save() with and without
     external data, running it in onnxruntime (Python) on torch tensors and
@@ -711,6 +749,7 @@ def main(case=None, doc=None):
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
                                 for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
                                                       DecompositionsAndVerifyTest,
+                                                      NonTensorArgumentsTest,
                                                       QuickStartTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)

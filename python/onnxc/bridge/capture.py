@@ -181,6 +181,22 @@ def _decompose(ep, decompose):
     return ep, sorted(done)
 
 
+def _is_constant_argument(spec):
+    """A user input torch.export took as a constant of the trace (a str,
+    bool, int, float or None argument, also inside lists and dicts)."""
+    return type(spec.arg).__name__ == "ConstantArgument"
+
+
+def _bake_constant(gm, node, value):
+    """The placeholder of a constant argument leaves the graph, as
+    torch.onnx.export leaves it out: its uses (torch.export specializes the
+    program on the value, so there are usually none) take the value."""
+    for user in list(node.users):
+        user.args = torch.fx.node.map_arg(user.args, lambda n: value if n is node else n)
+        user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda n: value if n is node else n)
+    gm.graph.erase_node(node)
+
+
 def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
     """The _Export of an ExportedProgram: its higher-order and assertion
     ops lowered, its signature read, provenance and dim names attached."""
@@ -211,6 +227,8 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             ex.placeholders[node] = ("const", spec.target)
             ex.weights_const[spec.target] = ep.constants[spec.target]
+        elif spec.kind == InputKind.USER_INPUT and _is_constant_argument(spec):
+            _bake_constant(gm, node, spec.arg.value)
         elif spec.kind == InputKind.USER_INPUT:
             ex.placeholders[node] = ("input", spec.arg.name)
         else:
@@ -251,7 +269,8 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
             node.meta["fxir_frames"] = _parse_stack_trace(st)
 
     # Symbolic dims: the user's names for the input symbols.
-    user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    user_specs = [s for s in sig.input_specs
+                  if s.kind == InputKind.USER_INPUT and not _is_constant_argument(s)]
     named = _bind_inputs(model, args, kwargs)
     leaves = []
     for n, v, _ in named:
