@@ -610,6 +610,58 @@ class NonTensorArgumentsTest(TempDirTest):
         self.assertLess(float((m2(x)[0] - model(*args2)).abs().max()), TOLERANCE)
 
 
+class UsesSymbolicOps(torch.nn.Module):
+    """torch.onnx.ops.symbolic and symbolic_multi_out: any ONNX op by name."""
+
+    def forward(self, x):
+        ops = torch.onnx.ops
+        y = ops.symbolic("Gelu", [x], attrs={"approximate": "tanh"}, dtype=x.dtype,
+                         shape=x.shape, version=20)
+        k = torch.tensor([2])
+        vals, idx = ops.symbolic_multi_out("TopK", [y, k], attrs={"axis": -1, "largest": 1},
+                                           dtypes=[x.dtype, torch.int64],
+                                           shapes=[[x.shape[0], 2], [x.shape[0], 2]])
+        z = ops.symbolic("my.domain::Frob", [vals, None, vals], attrs={"alpha": 0.5, "ks": [1, 2],
+                                                                 "names": ["a", "b"]},
+                         dtype=x.dtype, shape=vals.shape, version=3)
+        return y, vals, idx, z
+
+
+class SymbolicOpsTest(TempDirTest):
+
+    @unittest.skipUnless(hasattr(getattr(torch, "onnx", None), "ops") and
+                         hasattr(getattr(torch.onnx, "ops", None), "symbolic"),
+                         "torch.onnx.ops.symbolic: torch >= 2.8")
+    def test_symbolic_ops_become_the_named_op(self):
+        f = self.path("sym.onnx")
+        x = torch.randn(3, 5)
+        onnxc.export(UsesSymbolicOps(), (x,), f)
+        mp = onnx.load(f)
+        nodes = [(n.domain, n.op_type) for n in mp.graph.node]
+        self.assertEqual(nodes, [("", "Gelu"), ("", "TopK"), ("my.domain", "Frob")])
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for n in mp.graph.node
+                 for a in n.attribute}
+        self.assertEqual(attrs["approximate"], b"tanh")
+        self.assertEqual((attrs["axis"], attrs["largest"]), (-1, 1))
+        self.assertAlmostEqual(attrs["alpha"], 0.5)
+        self.assertEqual((list(attrs["ks"]), list(attrs["names"])), ([1, 2], [b"a", b"b"]))
+        v = mp.graph.node[1].output[0]
+        self.assertEqual(list(mp.graph.node[2].input), [v, "", v])
+        self.assertIn(("my.domain", 3), [(o.domain, o.version) for o in mp.opset_import])
+        types = [o.type.tensor_type for o in mp.graph.output]
+        self.assertEqual([t.elem_type for t in types], [1, 1, 7, 1])
+        self.assertEqual(dims(mp.graph.output[2]), [3, 2])
+        # The standard ops compute what they name (the eager call gives zeros).
+        mp.graph.output.pop()
+        del mp.graph.node[2]
+        g = self.path("std.onnx")
+        onnx.save(mp, g)
+        y, vals = list(ortlib.run(g, {"x": x.numpy()}).values())[:2]
+        want = torch.nn.functional.gelu(x, approximate="tanh")
+        self.assertLess(float(np.abs(y - want.numpy()).max()), TOLERANCE)
+        self.assertLess(float(np.abs(vals - want.topk(2).values.numpy()).max()), TOLERANCE)
+
+
 class ExportedModelTest(TempDirTest):
     """What onnxc.export returns: the model proto, save() with and without
     external data, running it in onnxruntime (Python) on torch tensors and
@@ -749,7 +801,7 @@ def main(case=None, doc=None):
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
                                 for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
                                                       DecompositionsAndVerifyTest,
-                                                      NonTensorArgumentsTest,
+                                                      NonTensorArgumentsTest, SymbolicOpsTest,
                                                       QuickStartTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)

@@ -2,6 +2,7 @@
 and the printer that writes it as .fxir text.
 """
 
+import re
 import linecache
 import os
 import sys
@@ -113,6 +114,29 @@ def _num_results(node, val, returns):
     return 1, False
 
 
+# torch.onnx.ops.symbolic's custom ops: a call of any ONNX op by name.
+_SYMBOLIC = ("onnx_symbolic::_symbolic", "onnx_symbolic::_symbolic_multi_out")
+
+
+def _symbolic_attrs(kw):
+    """[(name, value)] of a symbolic call's attributes, decoded from the
+    flat lists the custom op's schema carries them in (keys, types "i",
+    "f", "s", "is", "fs", "ss", and [start, end) positions into the int,
+    float and string lists)."""
+    out = []
+    pools = {"i": kw.get("attr_ints", ()), "f": kw.get("attr_floats", ()),
+             "s": kw.get("attr_strs", ())}
+    for key, kind, pos in zip(kw.get("attr_keys", ()), kw.get("attr_types", ()),
+                              kw.get("attr_pos", ())):
+        start, end = pos
+        pool = pools.get(kind[0])
+        if pool is None or kind not in ("i", "f", "s", "is", "fs", "ss"):
+            raise ExportError("torch.onnx.ops.symbolic: attribute %s of type %r" % (key, kind))
+        vals = list(pool[start:end])
+        out.append((key, vals[0] if len(kind) == 1 else vals))
+    return out
+
+
 def _schema_info(target):
     """(the .fxir op name, {argument name: literal kind}, [kind of each
     positional argument], the schema's result count or "list") of a call
@@ -151,6 +175,7 @@ class _Printer:
         self.wanted = {}    # FX node -> output name
         self.copies = []    # (output index, output name)
         self.typed = {}     # FX node -> its type text with the output's dim names
+        self.opsets = {}    # custom domain -> version, of torch.onnx.ops.symbolic nodes
         self.raw = {}       # FX node -> its value name, unquoted
         for i, o in enumerate(ex.outputs):
             want = ex.output_names[i] if i < len(ex.output_names) else None
@@ -498,9 +523,12 @@ class _Printer:
             op = "aten::_native_batch_norm_legit_functional"
         else:
             stats = ()
-        args = [self.arg(a, pos_kinds[i] if i < len(pos_kinds) else None)
-                for i, a in enumerate(node.args)]
-        args += ["%s = %s" % (k, self.arg(v, kinds.get(k))) for k, v in node.kwargs.items()]
+        if op in _SYMBOLIC:
+            op, args = self.symbolic(node)
+        else:
+            args = [self.arg(a, pos_kinds[i] if i < len(pos_kinds) else None)
+                    for i, a in enumerate(node.args)]
+            args += ["%s = %s" % (k, self.arg(v, kinds.get(k))) for k, v in node.kwargs.items()]
         call = "%s(%s)" % (op, ", ".join(args))
         if n == 0:
             text = call
@@ -554,6 +582,31 @@ class _Printer:
             out += [c, "    " + " ".join(prov)]
         return out
 
+    def symbolic(self, node):
+        """torch.onnx.ops.symbolic / symbolic_multi_out: the ONNX op they
+        name, DOMAIN::OP_TYPE(inputs..., attributes): its domain imported at
+        its version (custom domains), its results typed by the call's
+        dtypes and shapes as any node's."""
+        inputs, op_type = node.args[0], node.args[1]
+        kw = node.kwargs
+        domain = kw.get("domain", "") or ""
+        if not re.fullmatch(r"[A-Za-z_][\w]*", op_type or ""):
+            raise ExportError("torch.onnx.ops.symbolic: %r is not an ONNX op name" % (op_type,))
+        if domain in ("", "ai.onnx", "onnx"):
+            dom = "onnx"
+        elif re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", domain):
+            dom = domain
+            version = kw.get("version")
+            self.opsets[dom] = max(self.opsets.get(dom, 1), int(version or 1))
+        else:
+            raise ExportError("torch.onnx.ops.symbolic: %r is not a domain name" % (domain,))
+        args = [self.arg(a) for a in inputs]
+        for key, value in _symbolic_attrs(kw):
+            if not re.fullmatch(r"[A-Za-z_]\w*", key):
+                raise ExportError("torch.onnx.ops.symbolic: attribute name %r" % (key,))
+            args.append("%s = %s" % (key, self.arg(value)))
+        return "%s::%s" % (dom, op_type), args
+
     def scalar_read_type(self, op, node):
         """`Tensor.item()` gives a Python number (typed f64[] or i64[] by
         its value), but its ONNX value is the tensor's one element, of the
@@ -588,7 +641,9 @@ class _Printer:
                  if _dim_ident(ex.module_name) == ex.module_name
                  else "module @%s {" % _quote(ex.module_name)]
         lines.append("  weights %s" % _quote(ex.weights_file))
-        lines += ["  " + l for l in self.emit_graph()]
+        graph = self.emit_graph()
+        lines += ["  opset %s %d" % (d, v) for d, v in sorted(self.opsets.items())]
+        lines += ["  " + l for l in graph]
         lines.append("}")
         return "\n".join(lines) + "\n"
 
