@@ -40,10 +40,12 @@ static int dead(Dce *d, const Node *n)
 /* An optional result of a registry ONNX op that nothing reads is left out
  * (`_`): MaxPool without its indices, for one, is a cheaper kernel.  The
  * results of If, Loop and Scan pair with their subgraphs' outputs by
- * position, so they all stay. */
+ * position, and a variadic op's (Split's) count is its meaning (Split's
+ * `split` has one length per result), so they all stay. */
 static void drop_unused_results(const Dce *d, Node *n)
 {
-	if (n->domain != S_onnx || n->op == OP_GENERIC || node_has_subgraph(n))
+	if (n->domain != S_onnx || n->op == OP_GENERIC || node_has_subgraph(n) ||
+	    op_info[n->op].max_out < 0)
 		return;
 	for (uint32_t i = (uint32_t)op_info[n->op].min_out; i < n->nres; i++)
 		if (n->res[i] && !d->uses[n->res[i]])

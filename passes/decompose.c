@@ -986,19 +986,55 @@ static Status expand(Decompose *x, Node *call, int depth, DType outer)
 }
 
 /* ---- the walk ---------------------------------------------------------------------- */
+/* An ONNX op marked as needing an opset newer than the module's (an
+ * opset-23 Attention or RotaryEmbedding in a program -opset converted to
+ * 18: opset_convert leaves it, `onnx::Attention.opset23`, when a
+ * decomposition of it exists) is decomposed like a PyTorch call. */
+static int newer_onnx(const Decompose *x, const Node *n)
+{
+	return n->domain == S_onnx && n->op != OP_GENERIC && n->opset > x->opset;
+}
+
+static int has_decomposition(const Decompose *x, const Node *n)
+{
+	uint32_t k = 0;
+	return (x->own && decomp_table_find(x->own, n->domain, n->name, &k) && k) ||
+	       (x->opt->lib && decomp_lib_find(x->opt->lib, n->domain, n->name, &k) && k);
+}
+
 /* Every graph is lowered before its subgraphs (module_walk), so a subgraph
  * reads the substitutions of the values it captures.  Outputs are fixed in
  * a second walk, once no subgraph can still capture the old value. */
+/* A newer ONNX op whose decompositions all refuse it (their guards) stays
+ * in the graph (the node before it still leads to it): reported here,
+ * where the reason is known, rather than as an op outside the opset when
+ * ONNX is written. */
+static Status lower_newer(Decompose *x, Graph *g, Node *n)
+{
+	Node *before = n->prev;
+	if (expand(x, n, 0, DT_UNDEF) != OK)
+		return FAILED;
+	if ((before ? before->next : g->first) != n || !has_decomposition(x, n))
+		return OK;
+	diag_error(n->loc, "onnx::%s (opset %d) is not in opset %lld, and no decomposition of "
+		   "onnx::%s takes this form of it (decomps/onnx_newer.fxir; add one with -decomp=FILE)",
+		   sym_str(n->name), op_info[n->op].since, (long long)x->opset, sym_str(n->name));
+	return FAILED;
+}
+
 static Status lower_graph(const GraphVisit *v, void *ctx)
 {
 	Decompose *x = ctx;
+	Status st = OK;
 	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
 		subst_node(x, n);
 		if (node_is_torch(n) && expand(x, n, 0, DT_UNDEF) != OK)
 			return FAILED;
+		if (newer_onnx(x, n))
+			st |= lower_newer(x, v->g, n);
 	}
-	return OK;
+	return st;
 }
 
 /* A graph output replaced through the table keeps its name: an Identity
@@ -1262,9 +1298,9 @@ static Status keep_custom(const GraphVisit *v, void *ctx)
 /* FAILED as soon as a graph holds an ATen node: the walk stops there. */
 static Status no_aten(const GraphVisit *v, void *ctx)
 {
-	(void)ctx;
+	const Decompose *x = ctx;
 	for (const Node *n = v->g->first; n; n = n->next)
-		if (node_is_torch(n))
+		if (node_is_torch(n) || newer_onnx(x, n))
 			return FAILED;
 	return OK;
 }
@@ -1284,7 +1320,7 @@ Status pass_decompose(Module *m, const PassOptions *opt)
 {
 	Decompose x = { .m = m, .opt = opt };
 	x.opset = target_opset(m, opt);
-	if (module_walk(m, WALK_PROGRAM, no_aten, NULL) == OK)
+	if (module_walk(m, WALK_PROGRAM, no_aten, &x) == OK)
 		return OK;
 	if (opt->lib && decomp_lib_load(opt->lib) != OK)
 		return FAILED;

@@ -32,6 +32,7 @@ typedef struct Conv {
 	Graph *g;
 	int64_t from, to;           /* the opset of the graph being converted, the target */
 	int errors;
+	DecompLib *lib;             /* decompositions of newer ONNX ops, or NULL */
 } Conv;
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -1291,6 +1292,19 @@ static void expand_window(Conv *c, Node *n)
 	n->kw[0] = (Named){ sym_cstr("to"), int_arg(out) };
 }
 
+/* A decomposition of the op in the library (`decomp onnx::Attention`,
+ * built in or -decomp=FILE) expands it in the decompose pass: the node is
+ * left for it, marked as needing its own opset (`onnx::Attention.opset23`),
+ * which is what decompose takes.  The library writes opset 17 and up, so
+ * only a target of 17 or later. */
+static int decomposed_later(Conv *c, const Node *n)
+{
+	uint32_t k = 0;
+	if (!c->lib || c->to < 17 || decomp_lib_load(c->lib) != OK)
+		return 0;
+	return decomp_lib_find(c->lib, S_onnx, n->name, &k) != NULL && k > 0;
+}
+
 static void expand(Conv *c, Node *n)
 {
 	switch (n->op) {
@@ -1310,8 +1324,12 @@ static void expand(Conv *c, Node *n)
 		expand_window(c, n);
 		break;
 	default:
-		fail(c, n, "it first appears in opset %d, and onnxc has no expansion of it into older ops",
-		     op_info[n->op].since);
+		if (decomposed_later(c, n))
+			n->opset = op_info[n->op].since;    /* the form decompose takes */
+		else
+			fail(c, n, "it first appears in opset %d, and onnxc has no expansion of it into older "
+			     "ops (nor a decomposition: `decomp onnx::%s`, docs/decompositions.md)",
+			     op_info[n->op].since, opname(n));
 	}
 }
 
@@ -1420,10 +1438,10 @@ static void set_opset(Arena *a, OpsetVec *v, int64_t to, int add)
 		VEC_PUSH(a, *v, ((Opset){ S_onnx, to }));
 }
 
-int opset_convert(Module *m, int64_t target)
+int opset_convert(Module *m, int64_t target, DecompLib *lib)
 {
 	index_types();
-	Conv c = { .m = m, .from = opsets_onnx(&m->opsets, target), .to = target };
+	Conv c = { .m = m, .from = opsets_onnx(&m->opsets, target), .to = target, .lib = lib };
 	module_walk(m, WALK_PROGRAM, visit, &c);
 	if (c.errors)
 		return c.errors;
@@ -1435,5 +1453,5 @@ int opset_convert(Module *m, int64_t target)
 
 Status pass_opset_convert(Module *m, const PassOptions *opt)
 {
-	return opset_convert(m, opt->opset) ? FAILED : OK;
+	return opset_convert(m, opt->opset, opt->lib) ? FAILED : OK;
 }

@@ -55,8 +55,9 @@ void pipeline_free(Pipeline *p);
  * function bodies) from the default-domain opset its module or function
  * names to `target`, which the module and its functions then name;
  * returns the number of nodes reported as having no conversion (the
- * opsets are then left unchanged). */
-int opset_convert(Module *m, int64_t target);
+ * opsets are then left unchanged).  An op newer than the target that
+ * `lib` (may be NULL) decomposes is left for the decompose pass. */
+int opset_convert(Module *m, int64_t target, struct DecompLib *lib);
 /* The opsets -opset=N may name: 13 to the newest of the onnx package
  * attrs.def is generated from (onnx 1.23.1). */
 enum { ONNXC_OPSET_MIN = 13, ONNXC_OPSET_MAX = 28 };

@@ -292,6 +292,14 @@ else
   counted conformance-opset26-13 "failures listed in build/conformance-opset26-13-failures.txt" \
     "$PY" test/conformance/run_conformance.py --onnxc build/onnxc --opset=26,13 -k 'node/*' -j"$JOBS" \
     --failures build/conformance-opset26-13-failures.txt
+  # ONNX's own tests of ops newer than Debian's data (the onnx package's test
+  # cases), converted down to 18 through decomps/onnx_newer.fxir.
+  [ -x "$VPY" ] || fail conformance-newer "no $VPY: run bash utils/install-deps.sh"
+  "$VPY" test/conformance/gen_node_tests.py "$LOGDIR/newer" '^test_(rotary_embedding|attention_4d)' |
+    tail -n 1
+  counted conformance-newer-18 "failures listed in build/conformance-newer-18-failures.txt" \
+    "$PY" test/conformance/run_conformance.py --data "$LOGDIR/newer" --opset=18 -O 2 -k 'node/*' \
+    -j"$JOBS" --failures build/conformance-newer-18-failures.txt
 fi
 
 # ---- 5b. the runtime's kernels on the same tests ----

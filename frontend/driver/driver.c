@@ -723,7 +723,7 @@ static int convert_opset(Module *m, const Opts *o, int after)
 	}
 	if (opsets_onnx(&m->opsets, 0) == to)
 		return 0;
-	if (opset_convert(m, to))
+	if (opset_convert(m, to, o->lib))
 		return 1;
 	infer_module(m, WALK_PROGRAM);
 	return 0;
