@@ -840,6 +840,24 @@ static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 
 static Status expand(Decompose *x, Node *call, int depth, DType outer);
 
+/* A call in another domain than onnx whose arguments are all values
+ * (transformers::grouped_mm_fallback, a torch.library custom op) reads
+ * like an ONNX custom-domain node, which it stays unless a decomposition
+ * names its (domain, name): then it is a PyTorch call to lower too. */
+static int is_call(const Decompose *x, const Node *n)
+{
+	if (node_is_torch(n))
+		return 1;
+	if (n->domain == S_onnx)
+		return 0;
+	uint32_t k = 0;
+	if (x->own)
+		decomp_table_find(x->own, n->domain, n->name, &k);
+	if (!k && x->opt->lib)
+		decomp_lib_find(x->opt->lib, n->domain, n->name, &k);
+	return k > 0;
+}
+
 typedef VEC(ValueId) Shaped;
 
 /* The untyped results of the ONNX nodes from `from` up to `end` get the
@@ -886,7 +904,7 @@ static Status expand_nested(Decompose *x, Node **v, uint32_t n, int depth, DType
 	Status st = OK;
 	for (uint32_t i = 0; i < n && st == OK; i++) {
 		subst_node(x, v[i]);
-		if (!node_is_torch(v[i]))
+		if (!is_call(x, v[i]))
 			continue;
 		Node *before = v[i]->prev;
 		Graph *g = v[i]->graph;
@@ -995,7 +1013,7 @@ static Status lower_graph(const GraphVisit *v, void *ctx)
 	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
 		subst_node(x, n);
-		if (node_is_torch(n) && expand(x, n, 0, DT_UNDEF) != OK)
+		if (is_call(x, n) && expand(x, n, 0, DT_UNDEF) != OK)
 			return FAILED;
 	}
 	return OK;
@@ -1259,12 +1277,13 @@ static Status keep_custom(const GraphVisit *v, void *ctx)
 }
 
 /* ---- the pass ----------------------------------------------------------------------- */
-/* FAILED as soon as a graph holds an ATen node: the walk stops there. */
+/* FAILED as soon as a graph holds a node outside onnx (an ATen node, or
+ * a custom op the library may lower): the walk stops there. */
 static Status no_aten(const GraphVisit *v, void *ctx)
 {
 	(void)ctx;
 	for (const Node *n = v->g->first; n; n = n->next)
-		if (node_is_torch(n))
+		if (n->domain != S_onnx)
 			return FAILED;
 	return OK;
 }
