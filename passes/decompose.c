@@ -840,6 +840,28 @@ static const DecompEntry *lookup(Decompose *x, const Node *call, Bound **b)
 
 static Status expand(Decompose *x, Node *call, int depth, DType outer);
 
+/* Some decomposition, the module's or the library's, names n's op. */
+static int has_decomposition(const Decompose *x, const Node *n)
+{
+	uint32_t k = 0;
+	if (x->own)
+		decomp_table_find(x->own, n->domain, n->name, &k);
+	if (!k && x->opt->lib)
+		decomp_lib_find(x->opt->lib, n->domain, n->name, &k);
+	return k > 0;
+}
+
+/* A call in another domain than onnx whose arguments are all values
+ * (transformers::grouped_mm_fallback, a torch.library custom op) reads
+ * like an ONNX custom-domain node, which it stays unless a decomposition
+ * names its (domain, name): then it is a PyTorch call to lower too. */
+static int is_call(const Decompose *x, const Node *n)
+{
+	if (node_is_torch(n))
+		return 1;
+	return n->domain != S_onnx && has_decomposition(x, n);
+}
+
 typedef VEC(ValueId) Shaped;
 
 /* The untyped results of the ONNX nodes from `from` up to `end` get the
@@ -886,7 +908,7 @@ static Status expand_nested(Decompose *x, Node **v, uint32_t n, int depth, DType
 	Status st = OK;
 	for (uint32_t i = 0; i < n && st == OK; i++) {
 		subst_node(x, v[i]);
-		if (!node_is_torch(v[i]))
+		if (!is_call(x, v[i]))
 			continue;
 		Node *before = v[i]->prev;
 		Graph *g = v[i]->graph;
@@ -995,12 +1017,6 @@ static int newer_onnx(const Decompose *x, const Node *n)
 	return n->domain == S_onnx && n->op != OP_GENERIC && n->opset > x->opset;
 }
 
-static int has_decomposition(const Decompose *x, const Node *n)
-{
-	uint32_t k = 0;
-	return (x->own && decomp_table_find(x->own, n->domain, n->name, &k) && k) ||
-	       (x->opt->lib && decomp_lib_find(x->opt->lib, n->domain, n->name, &k) && k);
-}
 
 /* Every graph is lowered before its subgraphs (module_walk), so a subgraph
  * reads the substitutions of the values it captures.  Outputs are fixed in
@@ -1029,7 +1045,7 @@ static Status lower_graph(const GraphVisit *v, void *ctx)
 	for (Node *n = v->g->first, *next; n; n = next) {
 		next = n->next;
 		subst_node(x, n);
-		if (node_is_torch(n) && expand(x, n, 0, DT_UNDEF) != OK)
+		if (is_call(x, n) && expand(x, n, 0, DT_UNDEF) != OK)
 			return FAILED;
 		if (newer_onnx(x, n))
 			st |= lower_newer(x, v->g, n);
@@ -1295,12 +1311,13 @@ static Status keep_custom(const GraphVisit *v, void *ctx)
 }
 
 /* ---- the pass ----------------------------------------------------------------------- */
-/* FAILED as soon as a graph holds an ATen node: the walk stops there. */
+/* FAILED as soon as a graph holds a node outside onnx (an ATen node, or
+ * a custom op the library may lower): the walk stops there. */
 static Status no_aten(const GraphVisit *v, void *ctx)
 {
 	const Decompose *x = ctx;
 	for (const Node *n = v->g->first; n; n = n->next)
-		if (node_is_torch(n) || newer_onnx(x, n))
+		if (n->domain != S_onnx || newer_onnx(x, n))
 			return FAILED;
 	return OK;
 }

@@ -268,6 +268,9 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
             trace_step = "trace the model (onnxc.bridge, capture: %s)" % bridge.last_capture
             if bridge.last_decomposed:
                 trace_step += "; PyTorch's decompositions for %s" % ", ".join(bridge.last_decomposed)
+            if getattr(bridge, "last_experts", None):
+                trace_step += "; experts traced as %s in place of %s" % (
+                    bridge.experts.TRACED, " and ".join(bridge.last_experts))
             steps.append((trace_step, True, time.perf_counter() - t0))
             t0 = time.perf_counter()
             with shown.stage("onnxc %s" % " ".join(cmd_tail)):

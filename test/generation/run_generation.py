@@ -47,10 +47,7 @@ TOL = 1e-4
 PADS = (0, 2, 4)
 
 # name -> why it is not run yet (counted as skips).
-KNOWN_SKIPS = {
-    "mixtral": "its experts run through transformers::grouped_mm_fallback, which ONNX "
-               "Runtime does not know",
-}
+KNOWN_SKIPS = {}
 
 
 def build(name):

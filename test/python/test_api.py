@@ -477,6 +477,45 @@ class Torch2Test(TempDirTest):
             self.assertEqual(got.shape, want.shape)
             self.assertLess(float(np.abs(got - want).max()), 1e-4, shape)
 
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_moe_every_experts_implementation(self):
+        """A Mixtral (4 experts, 2 a token) converts with each experts
+        implementation transformers offers, exported once with dynamic
+        batch and sequence, and matches eager within 1e-4 down to one
+        token (a decode step).  grouped_mm's custom op is lowered
+        (decomps/experts.fxir); eager's loop over the experts hit, and the
+        GPU kernels of deepgemm and sonicmoe (which do not run on the CPU:
+        their reference is the same model run eager), are traced as
+        grouped_mm, and the model's setting is left as it was."""
+        import transformers
+        from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
+        impls = ["eager"] + sorted(ALL_EXPERTS_FUNCTIONS.keys())
+        self.assertTrue({"grouped_mm", "batched_mm"} <= set(impls), impls)
+        torch.manual_seed(0)
+        cfg = transformers.MixtralConfig(
+            vocab_size=128, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+            num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+            num_experts_per_tok=2, use_cache=False)
+        model = transformers.MixtralForCausalLM(cfg).eval()
+        inputs = [torch.randint(3, 128, s) for s in ((1, 1), (2, 7), (3, 12))]
+        with torch.no_grad():
+            want = [model(ids).logits.numpy() for ids in inputs]
+        for impl in impls:
+            model.config._experts_implementation = impl
+            f = self.path("mixtral_%s.onnx" % impl)
+            onnxc.export(model, (torch.randint(3, 128, (2, 8)),), f, report=True,
+                         dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
+            self.assertEqual(model.config._experts_implementation, impl)
+            text = onnx.load(f, load_external_data=False)
+            self.assertFalse([n.op_type for n in text.graph.node if n.domain], impl)
+            with open(self.path("mixtral_%s_report.md" % impl), encoding="utf-8") as fh:
+                traced_as = "experts traced as grouped_mm in place of %s" % impl in fh.read()
+            self.assertEqual(traced_as, impl not in ("grouped_mm", "batched_mm"), impl)
+            for ids, ref in zip(inputs, want):
+                got = list(ortlib.run(f, {"input_ids": ids.numpy()}).values())[0]
+                self.assertEqual(got.shape, ref.shape)
+                self.assertLess(float(np.abs(got - ref).max()), 1e-4, (impl, ids.shape))
+
 
 SCALED_TANH = """decomp mylib::scaled_tanh(%x, $alpha) {
   %t = onnx::Tanh(%x)

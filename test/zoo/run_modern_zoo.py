@@ -56,12 +56,6 @@ TOLERANCE = 1e-4
 # name -> a substring of the message the model fails with.  A model that
 # starts failing otherwise is a new failure.
 KNOWN_FAILURES = {
-    # The mixture of experts runs its experts through transformers' own
-    # custom op (torch.library), transformers::grouped_mm_fallback: the
-    # bridge writes it as a call in that domain, which ONNX Runtime does not
-    # know.  Tracing a custom op's Python implementation into ATen is the
-    # way on.
-    "mixtral": "grouped_mm_fallback",
     # They convert; their keypoints and masks differ from PyTorch's (max
     # diff 46 and 0.9), as on the torch 1.13 lane (run_zoo.py's reason: two
     # near-tied detections swap, and each is decoded with a box size read in
@@ -92,6 +86,16 @@ LLMS = {
     "mistral": ("MistralForCausalLM", "MistralConfig", {"sliding_window": 4}),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig",
                 {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    # Mixtures of experts like Mixtral's; Qwen2-MoE adds a shared expert
+    # (gated by a sigmoid) beside the routed ones.
+    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig",
+                  {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+                   "shared_expert_intermediate_size": 32}),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", "Qwen3MoeConfig",
+                  {"head_dim": 8, "num_experts": 4, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 16, "norm_topk_prob": True}),
+    "olmoe": ("OlmoeForCausalLM", "OlmoeConfig",
+              {"num_experts": 4, "num_experts_per_tok": 2}),
     "phi3": ("Phi3ForCausalLM", "Phi3Config", {}),
     "gemma": ("GemmaForCausalLM", "GemmaConfig", {"head_dim": 8}),
     "gemma2": ("Gemma2ForCausalLM", "Gemma2Config",

@@ -71,6 +71,7 @@ from .capture import (  # noqa: F401
     CAPTURES,
     _trace_torch_export)
 from . import compat
+from . import experts as _experts
 from .progress import Progress  # noqa: F401
 
 
@@ -83,6 +84,9 @@ last_capture = None
 last_reference = None
 # The ops PyTorch's decompositions replaced in the last export (decompose=).
 last_decomposed = []
+# The experts implementations of transformers the last export traced as
+# experts.TRACED ("eager", ...; empty when none).
+last_experts = []
 
 
 # ---------------------------------------------------------------------------
@@ -162,11 +166,12 @@ def export(model, args, path, kwargs=None, dynamic_shapes=None, keep_inplace=Tru
     if capture is not None and capture not in CAPTURES:
         raise ExportError("capture must be one of %s, not %r" % (", ".join(CAPTURES), capture))
     try:
-        with compat.onnx_export_flag(), compat.InputWatch(model):
+        with compat.onnx_export_flag(), compat.InputWatch(model), \
+                _experts.traceable(model) as replaced:
             return _export(model, args, path, kwargs, dynamic_shapes, keep_inplace,
                            source_root, input_names, output_names, dynamic_axes,
                            save_reference, capture, decompose, weights,
-                           progress or Progress(show=False), export_params)
+                           progress or Progress(show=False), export_params, replaced)
     finally:
         for m, mode in saved:
             m.training = mode
@@ -188,8 +193,8 @@ def training_flag(training):
 
 def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root,
             input_names, output_names, dynamic_axes, save_reference, capture=None,
-            decompose=(), weights=None, progress=None, export_params=True):
-    global last_capture, last_decomposed
+            decompose=(), weights=None, progress=None, export_params=True, experts=()):
+    global last_capture, last_decomposed, last_experts
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
     expected = _eager_outputs(model, args, kwargs) if save_reference else None
@@ -228,6 +233,8 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
     ex.output_dims = output_dims
     last_capture = getattr(ex, "capture", "make_fx")
     last_decomposed = list(getattr(ex, "decomposed", []))
+    last_experts = list(experts)
+    ex.experts = last_experts
     ex.non_persistent = {("%s.%s" % (p, b)).lstrip(".") for p, mod in
                          (model.named_modules() if hasattr(model, "named_modules") else ())
                          for b in getattr(mod, "_non_persistent_buffers_set", ())}

@@ -20,6 +20,7 @@ from .common import (
     _value_name)
 from .dims import _Dims, _dim_ident
 from .meta import _short_path, located
+from .experts import TRACED as _EXPERTS_TRACED
 
 
 # ---------------------------------------------------------------------------
@@ -380,6 +381,10 @@ class _Printer:
         meta = []
         if getattr(ex, "capture", None):
             meta.append(q("pkg.onnxc.capture", ex.capture))
+        if getattr(ex, "experts", None):
+            # transformers' expert layers traced through another implementation.
+            meta.append(q("pkg.onnxc.experts_implementation", "%s in place of %s"
+                          % (_EXPERTS_TRACED, " and ".join(ex.experts))))
         names = []
         for v in ex.dims.names.values():
             if isinstance(v, str) and v not in names:
