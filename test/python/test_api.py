@@ -630,7 +630,31 @@ class TakesNonTensors(torch.nn.Module):
         return y
 
 
+class MakeFxDynamic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 4)    # a weight dim (4) equal to the example batch
+
+    def forward(self, x, y):
+        return torch.relu(self.fc(x)) * x.shape[0] + y.sum(0)
+
+
 class NonTensorArgumentsTest(TempDirTest):
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_make_fx_with_dynamic_shapes(self):
+        """capture="make_fx" with dynamic_shapes on torch 2.x (it failed:
+        ShapeEnv has no attribute create_symint): named dims are symbols,
+        a weight dim of the same example size stays static."""
+        model = MakeFxDynamic().eval()
+        f = self.path("mfx.onnx")
+        x, y = torch.randn(4, 3), torch.randn(4, 4)
+        m = onnxc.export(model, (x, y), f, capture="make_fx",
+                         dynamic_shapes={"x": {0: "batch"}, "y": {0: "batch"}})
+        self.assertEqual(dims(onnx.load(f).graph.input[0]), ["batch", 3])
+        for n in (2, 4, 7):
+            a, b = torch.randn(n, 3), torch.randn(n, 4)
+            self.assertLess(float((m(a, b)[0] - model(a, b)).abs().max()), TOLERANCE)
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
     def test_non_tensor_arguments_are_constants(self):

@@ -303,14 +303,20 @@ def _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace):
     # has other ones (and a C++ pytree).
     fast = _torch_version() < (2, 0)
     nul = contextlib.nullcontext
+    trace_args = [*example_weights(), *inputs]
+    if mode == "symbolic" and not fast:
+        # torch 2.x: fake tensors whose named dims alone are symbols (the
+        # 1.13 patch below does not apply to its ShapeEnv).
+        trace_args = _fake_named_dims(trace_args, nweights, dyn)
     with prov, _LinearNames(), _NativeDropout(), _FastPytree() if fast else nul(), \
             _NoRecompile() if fast else nul(), _FastCreateArg() if fast else nul(), \
             (control.capturing() if control else contextlib.nullcontext()), \
-            (named_dims if mode == "symbolic" else _SpecializeDataDependent(prov)), \
+            ((named_dims if fast else nul()) if mode == "symbolic"
+             else _SpecializeDataDependent(prov)), \
             (contextlib.nullcontext() if mode == "symbolic" else _MultiResultMeta()), \
             (contextlib.nullcontext() if mode == "symbolic" else _TracingBatchedNms()), \
             (_WholeRNNLayers() if rnn else contextlib.nullcontext()):
-        gm = make_fx(fn, tracing_mode=mode)(*example_weights(), *inputs)
+        gm = make_fx(fn, tracing_mode=mode)(*trace_args)
 
     # Dead detach nodes are autograd's saved-tensor bookkeeping, not part
     # of the computation.
@@ -575,6 +581,33 @@ class _LinearNames:
         if self.orig is not None:
             self.ns.create_name = self.orig
         return False
+
+
+def _fake_named_dims(args, nweights, dyn):
+    """torch 2.x: the trace's arguments as fake tensors of one ShapeEnv in
+    which only the dims the user named are symbols (one per name: dims of
+    one name are made equal); every other dim, and every weight, is static,
+    so no weight dim is taken for a batch of the same size.  make_fx finds
+    the fake mode on its arguments and traces with it."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                       StatelessSymbolicContext)
+    mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    out, by_name = [], {}
+    for i, t in enumerate(args):
+        named = dyn.get(i - nweights, {}) if i >= nweights else {}
+        if not isinstance(t, torch.Tensor):
+            out.append(t)
+            continue
+        sizes = [DimDynamic.DYNAMIC if d in named else DimDynamic.STATIC for d in range(t.dim())]
+        ctx = StatelessSymbolicContext(dynamic_sizes=sizes)
+        f = mode.from_tensor(t, symbolic_context=ctx)
+        for d, name in named.items():
+            first = by_name.setdefault(name, f.shape[d])
+            if first is not f.shape[d]:
+                torch._check(first == f.shape[d])
+        out.append(f)
+    return out
 
 
 class _NamedDimsOnly:
