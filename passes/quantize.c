@@ -430,8 +430,9 @@ static Named int_attr(const char *name, int64_t v) { return (Named){ sym_cstr(na
 static Arg value_arg(ValueId v) { return v ? (Arg){ .kind = A_VALUE, .u.v = v } : (Arg){ .kind = A_NONE }; }
 
 /* DequantizeLinear of o, of wv's type, before node `at` (once per
- * weight: later readers are after it in the graph). */
-static ValueId dequantized(Qz *z, Graph *g, Node *at, ValueId wv, int kaxis, QOut *o)
+ * weight: later readers are after it in the graph), with the provenance
+ * of n, the MatMul or Gemm it is made for. */
+static ValueId dequantized(Qz *z, Graph *g, Node *at, const Node *n, ValueId wv, int kaxis, QOut *o)
 {
 	if (o->dq)
 		return o->dq;
@@ -446,8 +447,8 @@ static ValueId dequantized(Qz *z, Graph *g, Node *at, ValueId wv, int kaxis, QOu
 		d->args[2] = value_arg(o->zp);
 	d->kw[0] = int_attr("axis", kaxis);
 	d->kw[1] = int_attr("block_size", z->q.block);
-	d->prov = at->prov;
-	d->loc = at->loc;
+	d->prov = n->prov;
+	d->loc = n->loc;
 	node_insert_before(g, at, d);
 	o->dq = d->res[0];
 	return o->dq;
@@ -548,7 +549,7 @@ static void quantize_node(Qz *z, Graph *g, Node *n)
 		return;
 	}
 	Node *at = tr ? tr : n;
-	ValueId dq = dequantized(z, g, at, w, kaxis, o);
+	ValueId dq = dequantized(z, g, at, n, w, kaxis, o);
 	at->args[tr ? 0 : 1] = value_arg(dq);
 }
 

@@ -3,7 +3,7 @@ reach MatMul and Gemm in each form the quantize pass takes: a [N,K] weight
 through a Transpose (w1), a [K,N] weight (w2, K = 48: not a multiple of 32),
 a Gemm with transB = 1 and a bias (w3, c3), and an f16 [K,N] weight (w4).
 
-    make_quant_mlp.py DIR
+    make_quant_mlp.py DIR      (also DIR/x.npy, DIR/y.npy: inputs)
 """
 import json
 import os
@@ -33,6 +33,8 @@ with open(os.path.join(d, "w.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h)
     for v in ws.values():
         f.write(v.tobytes())
+np.save(os.path.join(d, "x.npy"), rng.standard_normal((2, 3, 64), dtype=np.float32))
+np.save(os.path.join(d, "y.npy"), rng.standard_normal((2, 40)).astype(np.float16))
 with open(os.path.join(d, "m.fxir"), "w") as f:
     f.write("""module @Mlp { weights "w.safetensors"
 graph @forward(%x: f32[2,3,64], %y: f16[2,40]) -> (f32[6,24], f16[2,24]) {
@@ -42,7 +44,7 @@ graph @forward(%x: f32[2,3,64], %y: f16[2,40]) -> (f32[6,24], f16[2,24]) {
   param %c3: f32[24] = "c3"
   param %w4: f16[40,24] = "w4"
   %w1t = onnx::Transpose(%w1, perm = [1, 0]) : f32[64,48]
-  %h1 = onnx::MatMul(%x, %w1t) : f32[2,3,48]
+  %h1 = onnx::MatMul(%x, %w1t) : f32[2,3,48] loc("m.py":10)
   %r1 = onnx::Relu(%h1) : f32[2,3,48]
   %h2 = onnx::MatMul(%r1, %w2) : f32[2,3,40]
   %s = onnx::Constant(value = tensor(i64[2], [6, 40])) : i64[2]
