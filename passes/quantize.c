@@ -31,9 +31,9 @@
  * ONNX packs 4-bit tensors, and scale and zero point have w's shape with
  * the K axis counted in blocks.
  *
- * Memory.  A weight is read once, a band of rows (or, for a [K,N] weight
- * quantized for MatMulNBits, of columns) at a time, each band's pages
- * released once read; every output is produced in its own order and goes
+ * Memory.  A weight is read a band of rows at a time, each band's pages
+ * released once read (a [K,N] weight quantized for MatMulNBits is first
+ * transposed so, into a temporary file); every output is produced in order and goes
  * to a temporary file (ir/mapped.c) once it passes a slice, so the writer
  * streams it out as it streams a weight.  A 7B model's weights are never
  * all in memory.  A weight read by several MatMuls is quantized once.
@@ -296,28 +296,28 @@ static void run_kn_dq(Job *j, int *band)
 	}
 }
 
-/* A [K,N] weight for MatMulNBits: output rows are columns of the
- * weight, taken a band of columns at a time (at least a page of each
- * row: the whole weight is read about once), transposed into x. */
-static void run_kn_nbits(Job *j)
+/* A [K,N] weight for MatMulNBits: its output rows are the weight's
+ * columns.  Reading a column band of every row would map most of the
+ * weight at once (each fault maps the pages around it too), so the weight
+ * is first transposed into a temporary file, a band of rows at a time
+ * (runtime/transpose_stream.c), and that file's rows are quantized; the
+ * file is unmapped, and so freed, once done. */
+static Status run_kn_nbits(Job *j)
 {
-	size_t es = (size_t)dtype_bits(j->q->dt) / 8;
-	int64_t nb = (int64_t)(MAPPED_SLICE / ((size_t)j->k * es));
-	if (nb < (int64_t)(4096 / es))
-		nb = (int64_t)(4096 / es);
-	if (nb > j->n)
-		nb = j->n;
-	float *t = xmalloc((size_t)(nb * j->k) * sizeof *t);
-	for (int64_t c0 = 0; c0 < j->n; c0 += nb) {
-		int64_t w = j->n - c0 < nb ? j->n - c0 : nb;
-		for (int64_t k = 0; k < j->k; k++)
-			for (int64_t c = 0; c < w; c++)
-				t[c * j->k + k] = elem(j->q->dt, j->src, (size_t)(k * j->n + c0 + c));
-		rt_weights_release(j->w, j->src, (size_t)(j->k * j->n) * es);
-		for (int64_t c = 0; c < w; c++)
-			nbits_row(j, t + c * j->k);
+	size_t es = (size_t)dtype_bits(j->q->dt) / 8, nbytes = (size_t)(j->k * j->n) * es;
+	int fd = mapped_tmp();
+	if (fd < 0 || rt_transpose_to_fd(j->w, j->src, j->k, j->n, es, fd) != OK) {
+		if (fd >= 0)
+			close(fd);
+		return FAILED;
 	}
-	free(t);
+	const uint8_t *t = mapped_fd(j, fd, nbytes);
+	if (!t)
+		return FAILED;
+	j->src = t;
+	run_rows(j, 1);
+	mapped_drop(j);
+	return OK;
 }
 
 /* ---- the pass ---------------------------------------------------------- */
@@ -377,10 +377,11 @@ static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis
 	sink_init(&j.zps, z->q.bits);
 	j.x = xmalloc((size_t)(j.k > z->q.block ? j.k : z->q.block) * sizeof *j.x);
 	j.code = xmalloc((size_t)z->q.block * sizeof *j.code);
+	Status st = OK;
 	if (kaxis) {
 		run_rows(&j, nbits);
 	} else if (nbits) {
-		run_kn_nbits(&j);
+		st = run_kn_nbits(&j);
 	} else {
 		int *band = xmalloc((size_t)(z->q.block * j.n) * sizeof *band);
 		run_kn_dq(&j, band);
@@ -396,7 +397,7 @@ static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis
 	Tensor *tq = sink_tensor(z->m, &j.codes, nbits ? tensor_type(z->m, cdt, 3, nb_shape) : tensor_type(z->m, cdt, 2, w_shape));
 	Tensor *ts = sink_tensor(z->m, &j.scales, nbits ? tensor_type(z->m, z->q.dt, 1, flat) : tensor_type(z->m, z->q.dt, 2, s_shape));
 	Tensor *tz = sink_tensor(z->m, &j.zps, nbits ? tensor_type(z->m, DT_U8, 1, zflat) : tensor_type(z->m, cdt, 2, s_shape));
-	if (!tq || !ts || !tz)
+	if (st != OK || !tq || !ts || !tz)
 		return 0;
 	*out = (QOut){ new_const(z, g, n, wv, nbits ? "q" : "quant", tq), new_const(z, g, n, wv, "scale", ts),
 		       z->q.zp ? new_const(z, g, n, wv, "zero_point", tz) : VNONE, VNONE };

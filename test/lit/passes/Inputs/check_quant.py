@@ -10,7 +10,10 @@ pass:
     weights up to f32 rounding, and stay close to the float model's
     (cosine similarity).
 
-    check_quant.py DIR MODEL.onnx BITS BLOCK ZERO_POINTS(0|1)
+    check_quant.py DIR MODEL.onnx BITS BLOCK ZERO_POINTS(0|1) [NAME:KAXIS,...]
+
+With a list of weights (and the K axis of each), only those weights'
+quantization is checked (any model).
 """
 import json
 import struct
@@ -121,10 +124,13 @@ def decode_dq(inits, name, shape):
 
 
 w = weights(d + "/w.safetensors")
-m = onnx.load(path)
+m = onnx.load(path, load_external_data=False)
+onnx.external_data_helper.load_external_data_for_model(m, d)
 inits = {t.name: t for t in m.graph.initializer}
 nbits = any(n.op_type == "MatMulNBits" for n in m.graph.node)
 kaxes = {"w1": 1, "w2": 0, "w3": 1, "w4": 0}
+if len(sys.argv) > 6:
+    kaxes = {k: int(v) for k, v in (e.split(":") for e in sys.argv[6].split(","))}
 deq = {}
 for name, kaxis in kaxes.items():
     # -O1 and up fold a weight's Transpose: the quantized tensor is then
@@ -138,6 +144,8 @@ for name, kaxis in kaxes.items():
     print("%s codes %s scales %s zero points %s padding %s" % (
         name, np.array_equal(got[0], q), np.array_equal(got[1], s), np.array_equal(got[2], z), got[3]))
 
+if len(sys.argv) > 6:
+    sys.exit(0)
 rng = np.random.default_rng(1)
 x = rng.standard_normal((2, 3, 64), dtype=np.float32)
 y = rng.standard_normal((2, 40)).astype(np.float16)
