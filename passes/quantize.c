@@ -31,6 +31,9 @@
  * ONNX packs 4-bit tensors, and scale and zero point have w's shape with
  * the K axis counted in blocks.
  *
+ * At -target=ort fold leaves Transpose(w') of a 2-D weight to this pass
+ * (fold.c: kept_for_quantize): w' [N,K] is read as it is.
+ *
  * Memory.  A weight is read a band of rows at a time, each band's pages
  * released once read (a [K,N] weight quantized for MatMulNBits is first
  * transposed so, into a temporary file); every output is produced in order and goes
