@@ -22,6 +22,7 @@ typedef struct PassOptions {
 	int quantize_bits;          /* quantize: 4 or 8; 0: the pass does nothing */
 	int quantize_block;         /* quantize: values along K a scale covers (0: 32) */
 	int quantize_zero_points;   /* quantize: unsigned codes and a zero point a block */
+	int quantize_accuracy;      /* quantize: MatMulNBits' accuracy_level + 1; 0: not written */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */

@@ -6,7 +6,8 @@
  *                 one w': f32[N,K]; Gemm(a, w[, c]) with transA = 0,
  *                 alpha = beta = 1 (transB = 1: w is [N,K])
  *   -target=ort:  com.microsoft::MatMulNBits(a, B, scales[, zero_points]
- *                 [, none, c], K, N, bits, block_size) in place of the node
+ *                 [, none, c], K, N, bits, block_size[, accuracy_level])
+ *                 in place of the node
  *   -target=onnx: the same node reading DequantizeLinear(q, scale[, zp],
  *                 axis = w's K axis, block_size) instead of w (opset 21)
  *
@@ -530,12 +531,14 @@ static void to_nbits(Qz *z, Node *n, ValueId w, int kaxis, const QOut *o, ValueI
 		n->args[3] = value_arg(o->zp);
 	if (bias)
 		n->args[5] = value_arg(bias);
-	n->nkw = 4;
-	n->kw = ARENA_ARRAY(&z->m->arena, Named, 4);
+	n->nkw = z->opt->quantize_accuracy ? 5 : 4;
+	n->kw = ARENA_ARRAY(&z->m->arena, Named, n->nkw);
 	n->kw[0] = int_attr("K", tw->dims[kaxis].v);
 	n->kw[1] = int_attr("N", tw->dims[1 - kaxis].v);
 	n->kw[2] = int_attr("bits", z->q.bits);
 	n->kw[3] = int_attr("block_size", z->q.block);
+	if (z->opt->quantize_accuracy)
+		n->kw[4] = int_attr("accuracy_level", z->opt->quantize_accuracy - 1);
 }
 
 static void quantize_node(Qz *z, Graph *g, Node *n)

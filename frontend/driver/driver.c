@@ -35,6 +35,7 @@ typedef struct Opts {
 	int quantize_bits;          /* -quantize=int4|int8: 4 or 8; 0: not asked */
 	long quantize_block;        /* -quantize-block=N; 0: not given (32) */
 	int quantize_zero_points;   /* -quantize-zero-points */
+	int quantize_accuracy;      /* -quantize-accuracy-level=N: N + 1; 0: not given */
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
@@ -98,6 +99,10 @@ static const char usage_text[] =
 	"                           from 16 to 4096 (default 32)\n"
 	"  -quantize-zero-points    unsigned codes with a zero point a block (default:\n"
 	"                           symmetric, signed codes, no zero points)\n"
+	"  -quantize-accuracy-level=N\n"
+	"                           with -target=ort: MatMulNBits' accuracy_level (0 to\n"
+	"                           4; 4: A in int8, fastest; default: not written, A\n"
+	"                           in its own dtype)\n"
 	"  -outline[=A,B]           after the -O pipeline, make each nn.Module call (of the\n"
 	"                           classes A, B only, if given) an ONNX local function\n"
 	"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
@@ -216,7 +221,7 @@ static const char *const option_names[] = {
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
-	"-quantize=", "-quantize-block=", "-quantize-zero-points",
+	"-quantize=", "-quantize-block=", "-quantize-zero-points", "-quantize-accuracy-level=",
 	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
@@ -385,6 +390,9 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (n & (n - 1))
 				usage_error("%s: the block size must be a power of two", a);
 			o->quantize_block = n;
+		} else if (match(a, "-quantize-accuracy-level", &v)) {
+			parse_numeric(a, v, 0, 4, &n);
+			o->quantize_accuracy = (int)n + 1;
 		} else if (strcmp(a, "-quantize-zero-points") == 0) {
 			o->quantize_zero_points = 1;
 		} else if (match(a, "-quantize", &v)) {
@@ -408,8 +416,12 @@ static void parse_args(int argc, char **argv, Opts *o)
 	}
 	if (!o->input)
 		usage_error("%s", "no input file");
-	if (!o->quantize_bits && (o->quantize_block || o->quantize_zero_points))
-		usage_error("%s", o->quantize_block ? "-quantize-block needs -quantize=int4|int8" : "-quantize-zero-points needs -quantize=int4|int8");
+	if (!o->quantize_bits && (o->quantize_block || o->quantize_zero_points || o->quantize_accuracy))
+		usage_error("%s", o->quantize_block ? "-quantize-block needs -quantize=int4|int8"
+				  : o->quantize_accuracy ? "-quantize-accuracy-level needs -quantize=int4|int8"
+				  : "-quantize-zero-points needs -quantize=int4|int8");
+	if (o->quantize_accuracy && !o->target_ort)
+		usage_error("%s", "-quantize-accuracy-level is MatMulNBits' attribute: it needs -target=ort");
 	if (o->quantize_bits && !o->target_ort && o->w.opset && o->w.opset < 21) {
 		char opset[16];
 		snprintf(opset, sizeof opset, "%d", o->w.opset);
@@ -436,7 +448,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline, o->target_ort, o->quantize_bits,
-			   (int)o->quantize_block, o->quantize_zero_points };
+			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;

@@ -139,14 +139,15 @@ def _external_flag(external_data):
     raise ValueError("external_data must be None, True or a file name, not %r" % (external_data,))
 
 
-def _quantize_flags(quantize, quantize_block, quantize_zero_points, target):
+def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quantize_accuracy_level=None):
     """onnxc's -target= and -quantize flags for export's arguments."""
     if target not in (None, "onnx", "ort"):
         raise ValueError("target must be 'onnx' or 'ort', not %r" % (target,))
     flags = ["-target=" + target] if target else []
     if quantize is None or quantize is False:
-        if quantize_block is not None or quantize_zero_points:
-            raise ValueError("quantize_block and quantize_zero_points need quantize='int4' or 'int8'")
+        if quantize_block is not None or quantize_zero_points or quantize_accuracy_level is not None:
+            raise ValueError("quantize_block, quantize_zero_points and quantize_accuracy_level need "
+                             "quantize='int4' or 'int8'")
         return flags
     if quantize not in ("int4", "int8"):
         raise ValueError("quantize must be 'int4' or 'int8', not %r" % (quantize,))
@@ -155,6 +156,8 @@ def _quantize_flags(quantize, quantize_block, quantize_zero_points, target):
         flags.append("-quantize-block=%d" % int(quantize_block))
     if quantize_zero_points:
         flags.append("-quantize-zero-points")
+    if quantize_accuracy_level is not None:
+        flags.append("-quantize-accuracy-level=%d" % int(quantize_accuracy_level))
     return flags
 
 
@@ -162,7 +165,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
            output_names=None, opset=None, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None,
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
-           target=None, quantize=None, quantize_block=None, quantize_zero_points=False):
+           target=None, quantize=None, quantize_block=None, quantize_zero_points=False,
+           quantize_accuracy_level=None):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -215,6 +219,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       to 4096; default 32)
       quantize_zero_points  True: unsigned codes with a zero point a block
                       (default: symmetric)
+      quantize_accuracy_level  with target="ort": MatMulNBits' accuracy_level
+                      (0 to 4; 4 computes A in int8, the fastest on CPU)
       progress        None (default): quiet, unless the conversion runs past
                       5 s; then each stage (capture, text, weights, onnxc)
                       with its time on standard error; True: always; False:
@@ -229,7 +235,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     tracing is its __cause__.
     """
     onnxc = find_onnxc()
-    qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target)
+    qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target,
+                             quantize_accuracy_level)
     if opset is None:
         opset = 21 if quantize and target != "ort" else 20
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline) + qflags

@@ -48,6 +48,8 @@ def main(argv=None):
                    help="values along K sharing a scale (default 32)")
     p.add_argument("--quantize-zero-points", action="store_true",
                    help="unsigned codes with a zero point a block (default: symmetric)")
+    p.add_argument("--quantize-accuracy-level", type=int, default=None, choices=range(5),
+                   metavar="N", help="with --target ort: MatMulNBits' accuracy_level (4: int8 compute)")
     p.add_argument("--outline", action="store_true", help="nn.Modules as ONNX local functions")
     p.add_argument("--external-data", action="store_true",
                    help="large tensors in OUT.onnx.data")
@@ -118,7 +120,8 @@ def main(argv=None):
 
 def _quant_args(a):
     return dict(target=a.target, quantize=a.quantize, quantize_block=a.quantize_block,
-                quantize_zero_points=a.quantize_zero_points)
+                quantize_zero_points=a.quantize_zero_points,
+                quantize_accuracy_level=a.quantize_accuracy_level)
 
 
 def _checkpoint(a):

@@ -52,7 +52,8 @@ def _load_checkpoint(path):
 
 def export_for_generation(model, out_dir, opset=None, optimize="O2", external_data=None,
                           progress=None, report=None, capture=None, target=None,
-                          quantize=None, quantize_block=None, quantize_zero_points=False):
+                          quantize=None, quantize_block=None, quantize_zero_points=False,
+                          quantize_accuracy_level=None):
     """Write the generation files of `model` (a transformers model, or the
     path of a checkpoint directory saved with save_pretrained) into
     `out_dir`; returns a GenerationModel.  The other arguments are
@@ -65,7 +66,8 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
     os.makedirs(out_dir, exist_ok=True)
     kw = dict(opset=opset, optimize=optimize, external_data=external_data, progress=progress,
               capture=capture, target=target, quantize=quantize, quantize_block=quantize_block,
-              quantize_zero_points=quantize_zero_points)
+              quantize_zero_points=quantize_zero_points,
+              quantize_accuracy_level=quantize_accuracy_level)
     cfg = model.config
     if getattr(cfg, "is_encoder_decoder", False):
         from .bridge import seq2seq
