@@ -158,7 +158,12 @@ static float stored(DType dt, float x)
 	return (float)tensor_get_f(dt, b, 0);
 }
 
-static int clampi(float x, int lo, int hi) { return x < (float)lo ? lo : x > (float)hi ? hi : (int)x; }
+/* x (a rounded value) clamped to [lo, hi]; a NaN weight gives lo, not
+ * an undefined conversion. */
+static int clampi(float x, int lo, int hi)
+{
+	return !(x >= (float)lo) ? lo : x > (float)hi ? hi : (int)x;
+}
 
 /* The codes of the n values at x (n <= block), their scale and zero
  * point: symmetric codes are signed, the others unsigned (header). */
@@ -200,7 +205,8 @@ static void put_scale(Sink *s, DType dt, float x)
 
 /* ---- one weight -------------------------------------------------------- */
 
-/* What one weight becomes: codes, scales and zero points (NULL: none). */
+/* What one weight becomes: codes, scales and zero points (VNONE: none),
+ * and the DequantizeLinear made of them (-target=onnx, once made). */
 typedef struct QOut { ValueId q, scale, zp, dq; } QOut;
 
 typedef struct Job {
@@ -214,8 +220,6 @@ typedef struct Job {
 	float *x;                   /* one block, or a band of rows of K */
 	int *code;
 } Job;
-
-static int64_t job_k(const Job *j) { return j->kaxis ? j->cols : j->rows; }
 
 /* One block, at x: codes and scale to their sinks; with `pad`, the codes
  * are padded to a whole block with the zero point's code (MatMulNBits). */
@@ -329,7 +333,7 @@ static Status run_kn_nbits(Job *j)
 typedef struct Qz {
 	Module *m;
 	const PassOptions *opt;
-	Quant q;
+	Quant q;                    /* q.dt: the dtype of the weight being quantized */
 	RtWeights w;
 	uint32_t *uses;
 	QOut *done[2];              /* by ValueId and K axis: the weight's quantized values */
@@ -359,6 +363,46 @@ static ValueId new_const(Qz *z, Graph *g, const Node *n, ValueId wv, const char 
 	return id;
 }
 
+/* Runs job j over its weight in the order its layout and form need. */
+static Status run_job(Job *j, int nbits)
+{
+	Status st = OK;
+	j->x = xmalloc((size_t)(j->k > j->q->block ? j->k : j->q->block) * sizeof *j->x);
+	j->code = xmalloc((size_t)j->q->block * sizeof *j->code);
+	if (j->kaxis) {
+		run_rows(j, nbits);
+	} else if (nbits) {
+		st = run_kn_nbits(j);
+	} else {
+		int *band = xmalloc((size_t)(j->q->block * j->n) * sizeof *band);
+		run_kn_dq(j, band);
+		free(band);
+	}
+	free(j->x);
+	free(j->code);
+	return st;
+}
+
+/* The types of j's three outputs (header: the two forms' layouts). */
+static void job_types(Qz *z, const Job *j, int nbits, Type **tq, Type **ts, Type **tz)
+{
+	const Quant *q = &z->q;
+	DType cdt = nbits ? DT_U8 : q->bits == 4 ? (q->zp ? DT_U4 : DT_I4) : (q->zp ? DT_U8 : DT_I8);
+	if (nbits) {
+		int64_t b[3] = { j->n, j->nblk, (int64_t)q->block * q->bits / 8 }, s[1] = { j->n * j->nblk };
+		int64_t zs[1] = { j->n * ((j->nblk * q->bits + 7) / 8) };
+		*tq = tensor_type(z->m, cdt, 3, b);
+		*ts = tensor_type(z->m, q->dt, 1, s);
+		*tz = tensor_type(z->m, DT_U8, 1, zs);
+		return;
+	}
+	int64_t w[2] = { j->rows, j->cols };
+	int64_t s[2] = { j->kaxis ? j->rows : j->nblk, j->kaxis ? j->nblk : j->cols };
+	*tq = tensor_type(z->m, cdt, 2, w);
+	*ts = tensor_type(z->m, q->dt, 2, s);
+	*tz = tensor_type(z->m, cdt, 2, s);
+}
+
 /* Quantizes weight wv (of shape [rows, cols], K along kaxis) for the
  * form asked for; 0 after a failed read or write (the weight then stays
  * as it is). */
@@ -372,35 +416,18 @@ static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis
 	if (!src || nbytes != tensor_nbytes(z->q.dt, type_numel(t)))
 		return 0;
 	Job j = { .q = &z->q, .w = &z->w, .src = src, .rows = t->dims[0].v, .cols = t->dims[1].v, .kaxis = kaxis };
-	j.k = job_k(&j);
+	j.k = kaxis ? j.cols : j.rows;
 	j.n = kaxis ? j.rows : j.cols;
 	j.nblk = (j.k + z->q.block - 1) / z->q.block;
 	int nbits = z->opt->target_ort;
 	sink_init(&j.codes, z->q.bits);
 	sink_init(&j.scales, 8);
 	sink_init(&j.zps, z->q.bits);
-	j.x = xmalloc((size_t)(j.k > z->q.block ? j.k : z->q.block) * sizeof *j.x);
-	j.code = xmalloc((size_t)z->q.block * sizeof *j.code);
-	Status st = OK;
-	if (kaxis) {
-		run_rows(&j, nbits);
-	} else if (nbits) {
-		st = run_kn_nbits(&j);
-	} else {
-		int *band = xmalloc((size_t)(z->q.block * j.n) * sizeof *band);
-		run_kn_dq(&j, band);
-		free(band);
-	}
-	free(j.x);
-	free(j.code);
-	DType cdt = nbits ? DT_U8 : z->q.bits == 4 ? (z->q.zp ? DT_U4 : DT_I4) : (z->q.zp ? DT_U8 : DT_I8);
-	int64_t blob = (int64_t)z->q.block * z->q.bits / 8, zrow = (j.nblk * z->q.bits + 7) / 8;
-	int64_t nb_shape[3] = { j.n, j.nblk, blob }, w_shape[2] = { j.rows, j.cols };
-	int64_t s_shape[2] = { kaxis ? j.rows : j.nblk, kaxis ? j.nblk : j.cols }, flat[1] = { j.n * j.nblk };
-	int64_t zflat[1] = { j.n * zrow };
-	Tensor *tq = sink_tensor(z->m, &j.codes, nbits ? tensor_type(z->m, cdt, 3, nb_shape) : tensor_type(z->m, cdt, 2, w_shape));
-	Tensor *ts = sink_tensor(z->m, &j.scales, nbits ? tensor_type(z->m, z->q.dt, 1, flat) : tensor_type(z->m, z->q.dt, 2, s_shape));
-	Tensor *tz = sink_tensor(z->m, &j.zps, nbits ? tensor_type(z->m, DT_U8, 1, zflat) : tensor_type(z->m, cdt, 2, s_shape));
+	Status st = run_job(&j, nbits);
+	Type *ty[3];
+	job_types(z, &j, nbits, &ty[0], &ty[1], &ty[2]);
+	Tensor *tq = sink_tensor(z->m, &j.codes, ty[0]), *ts = sink_tensor(z->m, &j.scales, ty[1]);
+	Tensor *tz = sink_tensor(z->m, &j.zps, ty[2]);
 	if (st != OK || !tq || !ts || !tz)
 		return 0;
 	*out = (QOut){ new_const(z, g, n, wv, nbits ? "q" : "quant", tq), new_const(z, g, n, wv, "scale", ts),
