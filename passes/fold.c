@@ -431,6 +431,19 @@ static RTensor *known_dims(const Fold *f, const Node *n)
 	return r;
 }
 
+/* With -quantize at -target=ort a Transpose of a 2-D f32 or f16 weight
+ * stays: quantize reads the [N,K] weight itself, whose rows are
+ * MatMulNBits' rows, where a folded [K,N] copy (streamed through a
+ * temporary file for a large weight) would be transposed back. */
+static int kept_for_quantize(const Fold *f, const Node *n)
+{
+	if (!f->opt->quantize_bits || !f->opt->target_ort || n->op != OP_ONNX_Transpose || n->domain != S_onnx ||
+	    n->nargs != 1 || n->args[0].kind != A_VALUE || !is_weight(f, n->args[0].u.v))
+		return 0;
+	const Type *t = val(f->m, n->args[0].u.v)->type;
+	return t && t->kind == TY_TENSOR && t->rank == 2 && (t->dtype == DT_F32 || t->dtype == DT_F16);
+}
+
 static void try_fold(Fold *f, Node *n)
 {
 	if ((n->op == OP_ONNX_Shape || n->op == OP_ONNX_Size) && n->domain == S_onnx && n->nres == 1) {
@@ -449,7 +462,8 @@ static void try_fold(Fold *f, Node *n)
 	RTensor *in[MAX_IN] = { 0 };
 	size_t in_bytes;
 	int weights;
-	if (never_folds(n) || !inputs_constant(f, n, &in_bytes, &weights) || stream_transpose(f, n))
+	if (never_folds(n) || kept_for_quantize(f, n) || !inputs_constant(f, n, &in_bytes, &weights) ||
+	    stream_transpose(f, n))
 		return;
 	if (weights && f->weight_bytes + in_bytes > WEIGHT_FOLD_TOTAL)
 		return;

@@ -18,6 +18,11 @@ typedef struct PassOptions {
 	const char *weights_dir;    /* fold, fuse: where the module's weights file is; NULL: "." */
 	const char *outline_classes; /* outline: "A,B" limits it to those module classes; NULL: all */
 	int outline;                /* -outline was given: cse keeps module instances apart */
+	int target_ort;             /* -target=ort: ONNX Runtime's contrib ops may be written */
+	int quantize_bits;          /* quantize: 4 or 8; 0: the pass does nothing */
+	int quantize_block;         /* quantize: values along K a scale covers (0: 32) */
+	int quantize_zero_points;   /* quantize: unsigned codes and a zero point a block */
+	int quantize_accuracy;      /* quantize: MatMulNBits' accuracy_level + 1; 0: not written */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */

@@ -30,6 +30,12 @@ int64_t rt_numel(int32_t rank, const int64_t *shape, size_t elem)
 RTensor *rt_new(Loc loc, DType t, int32_t rank, const int64_t *shape)
 {
 	size_t elem = rt_elem_size(t);
+	if (!elem && dtype_bits(t) == 4) {
+		/* -quantize=int4 writes them: say which part is missing. */
+		diag_error(loc, "unsupported dtype %s: the reference runtime has no 4-bit tensors and no kernel "
+			   "for the ops that read them (run such a model in ONNX Runtime)", dtype_name(t));
+		return NULL;
+	}
 	if (!elem) {
 		diag_error(loc, "unsupported dtype %s", dtype_name(t));
 		return NULL;

@@ -32,6 +32,10 @@ typedef struct Opts {
 	int outline;                /* -outline: run outline after the -O pipeline */
 	const char *outline_classes;    /* -outline=A,B */
 	int target_ort;             /* -target=ort: fuse_ort after the -O2 pipeline */
+	int quantize_bits;          /* -quantize=int4|int8: 4 or 8; 0: not asked */
+	long quantize_block;        /* -quantize-block=N; 0: not given (32) */
+	int quantize_zero_points;   /* -quantize-zero-points */
+	int quantize_accuracy;      /* -quantize-accuracy-level=N: N + 1; 0: not given */
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
@@ -87,6 +91,18 @@ static const char usage_text[] =
 	"                           also ONNX Runtime's contrib ops (com.microsoft:\n"
 	"                           FusedMatMul, Gelu, FastGelu, BiasGelu,\n"
 	"                           SkipLayerNormalization), which only it runs\n"
+	"  -quantize=int4|int8      quantize the weights of MatMul and Gemm (the LM head\n"
+	"                           too) blockwise along K, rounding to nearest: with\n"
+	"                           -target=ort as com.microsoft::MatMulNBits, else as\n"
+	"                           DequantizeLinear with block_size (opset 21 or later)\n"
+	"  -quantize-block=N        values along K that share a scale: a power of two\n"
+	"                           from 16 to 4096 (default 32)\n"
+	"  -quantize-zero-points    unsigned codes with a zero point a block (default:\n"
+	"                           symmetric, signed codes, no zero points)\n"
+	"  -quantize-accuracy-level=N\n"
+	"                           with -target=ort: MatMulNBits' accuracy_level (0 to\n"
+	"                           4; 4: A in int8, fastest; default: not written, A\n"
+	"                           in its own dtype)\n"
 	"  -outline[=A,B]           after the -O pipeline, make each nn.Module call (of the\n"
 	"                           classes A, B only, if given) an ONNX local function\n"
 	"  -decomp=FILE             add the decompositions in FILE (repeatable); they win\n"
@@ -205,6 +221,7 @@ static const char *const option_names[] = {
 	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
+	"-quantize=", "-quantize-block=", "-quantize-zero-points", "-quantize-accuracy-level=",
 	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
@@ -368,6 +385,20 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->rtol = run_parse_number(NULL, a, v);
 		} else if (match(a, "-accuracy-atol", &v)) {
 			o->atol = run_parse_number(NULL, a, v);
+		} else if (match(a, "-quantize-block", &v)) {
+			parse_numeric(a, v, 16, 4096, &n);
+			if (n & (n - 1))
+				usage_error("%s: the block size must be a power of two", a);
+			o->quantize_block = n;
+		} else if (match(a, "-quantize-accuracy-level", &v)) {
+			parse_numeric(a, v, 0, 4, &n);
+			o->quantize_accuracy = (int)n + 1;
+		} else if (strcmp(a, "-quantize-zero-points") == 0) {
+			o->quantize_zero_points = 1;
+		} else if (match(a, "-quantize", &v)) {
+			if (strcmp(v, "int4") != 0 && strcmp(v, "int8") != 0)
+				usage_error("-quantize=%s: the formats are int4 and int8", v);
+			o->quantize_bits = v[3] == '4' ? 4 : 8;
 		} else if (strcmp(a, "-outline") == 0) {
 			o->outline = 1;
 		} else if (match(a, "-outline", &v)) {
@@ -385,6 +416,18 @@ static void parse_args(int argc, char **argv, Opts *o)
 	}
 	if (!o->input)
 		usage_error("%s", "no input file");
+	if (!o->quantize_bits && (o->quantize_block || o->quantize_zero_points || o->quantize_accuracy))
+		usage_error("%s", o->quantize_block ? "-quantize-block needs -quantize=int4|int8"
+				  : o->quantize_accuracy ? "-quantize-accuracy-level needs -quantize=int4|int8"
+				  : "-quantize-zero-points needs -quantize=int4|int8");
+	if (o->quantize_accuracy && !o->target_ort)
+		usage_error("%s", "-quantize-accuracy-level is MatMulNBits' attribute: it needs -target=ort");
+	if (o->quantize_bits && !o->target_ort && o->w.opset && o->w.opset < 21) {
+		char opset[16];
+		snprintf(opset, sizeof opset, "%d", o->w.opset);
+		usage_error("-quantize at -target=onnx writes DequantizeLinear with block_size, which needs opset 21: "
+			    "-opset=%s is older (use -opset=21 or later, or -target=ort)", opset);
+	}
 }
 
 /* ---- passes ------------------------------------------------------------ */
@@ -404,7 +447,8 @@ static double now(void)
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
-			   o->w.weights_dir, o->outline_classes, o->outline };
+			   o->w.weights_dir, o->outline_classes, o->outline, o->target_ort, o->quantize_bits,
+			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;
@@ -852,12 +896,18 @@ int main(int argc, char **argv)
 		*slash = 0;
 	o.w.weights_dir = slash ? dir : ".";
 	const char *ps = o.passes ? o.passes : pipeline_for_level(o.level), *bad;
-	char targeted[256], outlined[288];
+	char quantized[256], targeted[288], outlined[320];
+	if (o.quantize_bits && !o.passes) {
+		/* After the pipeline, which folds the weights' Transposes; dce
+		 * drops the float weights no longer read. */
+		snprintf(quantized, sizeof quantized, "%s,quantize%s", ps, o.target_ort && o.level == 2 ? "" : ",dce");
+		ps = quantized;
+	}
 	if (o.target_ort && !o.passes && o.level == 2) {
 		/* Last: the other passes do not know the contrib ops. */
 		snprintf(targeted, sizeof targeted, "%s,fuse_ort,dce", ps);
 		ps = targeted;
-	} else if (o.target_ort && !o.passes) {
+	} else if (o.target_ort && !o.passes && !o.quantize_bits) {
 		fprintf(stderr, "onnxc: note: -target=ort adds fusions at -O2 only; -O%d writes standard ONNX ops\n",
 			o.level);
 	}

@@ -145,11 +145,34 @@ def _external_flag(external_data):
     raise ValueError("external_data must be None, True or a file name, not %r" % (external_data,))
 
 
+def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quantize_accuracy_level=None):
+    """onnxc's -target= and -quantize flags for export's arguments."""
+    if target not in (None, "onnx", "ort"):
+        raise ValueError("target must be 'onnx' or 'ort', not %r" % (target,))
+    flags = ["-target=" + target] if target else []
+    if quantize is None or quantize is False:
+        if quantize_block is not None or quantize_zero_points or quantize_accuracy_level is not None:
+            raise ValueError("quantize_block, quantize_zero_points and quantize_accuracy_level need "
+                             "quantize='int4' or 'int8'")
+        return flags
+    if quantize not in ("int4", "int8"):
+        raise ValueError("quantize must be 'int4' or 'int8', not %r" % (quantize,))
+    flags.append("-quantize=" + quantize)
+    if quantize_block is not None:
+        flags.append("-quantize-block=%d" % int(quantize_block))
+    if quantize_zero_points:
+        flags.append("-quantize-zero-points")
+    if quantize_accuracy_level is not None:
+        flags.append("-quantize-accuracy-level=%d" % int(quantize_accuracy_level))
+    return flags
+
+
 def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=None,
-           output_names=None, opset=20, optimize="O2", outline=False, report=None,
+           output_names=None, opset=None, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None,
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
-           decompositions=None, verify=False):
+           decompositions=None, verify=False, target=None, quantize=None,
+           quantize_block=None, quantize_zero_points=False, quantize_accuracy_level=None):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -165,7 +188,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       "x_dynamic_axes_1"); output entries name output dims
       input_names     names of the graph inputs, in flattened order
       output_names    names of the graph outputs, in flattened order
-      opset           the default-domain opset (13 to 28, default 20: Gelu is one node from 20; below 17 the program is lowered at 17 and converted, see docs/usage.md)
+      opset           the default-domain opset (13 to 28, default 20: Gelu is one node from 20; below 17 the program is lowered at 17 and converted, see docs/usage.md; 21 with quantize at the onnx target)
       report          True (writes `<f stem>_report.md`) or a path: a
                       markdown conversion report, written also on failure
       external_data   True: large tensors go to `<f>.data`; a file name: there
@@ -192,6 +215,18 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       then "make_fx", then "draft_export", and keeps the first
                       that traces the model (named in the report and in the
                       model's metadata); a name uses that capture only
+      target          "onnx" (default): standard ops only; "ort": at O2 also
+                      ONNX Runtime's contrib ops (-target=ort)
+      quantize        "int4" or "int8": the weights of MatMul and Gemm
+                      quantized blockwise along K (-quantize=, see
+                      docs/weight_quantization.md): MatMulNBits with
+                      target="ort", else DequantizeLinear (opset 21 and up)
+      quantize_block  values along K sharing a scale (a power of two from 16
+                      to 4096; default 32)
+      quantize_zero_points  True: unsigned codes with a zero point a block
+                      (default: symmetric)
+      quantize_accuracy_level  with target="ort": MatMulNBits' accuracy_level
+                      (0 to 4; 4 computes A in int8, the fastest on CPU)
       progress        None (default): quiet, unless the conversion runs past
                       5 s; then each stage (capture, text, weights, onnxc)
                       with its time on standard error; True: always; False:
@@ -216,6 +251,10 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     tracing is its __cause__.
     """
     onnxc = find_onnxc()
+    qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target,
+                             quantize_accuracy_level)
+    if opset is None:
+        opset = 21 if quantize and target != "ort" else 20
     user_decomps = _decomposition_sources(decompositions)
     if verify:
         try:
@@ -223,7 +262,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
         except ImportError as e:
             raise ConversionError("verify=True runs the file in ONNX Runtime: it needs the "
                                   "onnxruntime package (%s)" % e) from None
-    cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
+    cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline) + qflags
                 + _external_flag(external_data)
                 + (["-allow-custom-ops"] if allow_custom_ops else []))
     opset_lines = _custom_opset_lines(custom_opsets)

@@ -38,7 +38,18 @@ def main(argv=None):
                    help="the model file; with --checkpoint, a directory")
     p.add_argument("-O", dest="optimize", default="2", choices=("0", "1", "2"),
                    help="optimization level (default 2)")
-    p.add_argument("--opset", type=int, default=20, help="default-domain opset (default 20)")
+    p.add_argument("--opset", type=int, default=None,
+                   help="default-domain opset (default 20; 21 with --quantize at the onnx target)")
+    p.add_argument("--target", default=None, choices=("onnx", "ort"),
+                   help="onnx (default): standard ops; ort: also ONNX Runtime's contrib ops")
+    p.add_argument("--quantize", default=None, choices=("int4", "int8"),
+                   help="quantize MatMul and Gemm weights blockwise along K")
+    p.add_argument("--quantize-block", type=int, default=None, metavar="N",
+                   help="values along K sharing a scale (default 32)")
+    p.add_argument("--quantize-zero-points", action="store_true",
+                   help="unsigned codes with a zero point a block (default: symmetric)")
+    p.add_argument("--quantize-accuracy-level", type=int, default=None, choices=range(5),
+                   metavar="N", help="with --target ort: MatMulNBits' accuracy_level (4: int8 compute)")
     p.add_argument("--outline", action="store_true", help="nn.Modules as ONNX local functions")
     p.add_argument("--external-data", action="store_true",
                    help="large tensors in OUT.onnx.data")
@@ -99,12 +110,18 @@ def main(argv=None):
                report=a.report or None, external_data=a.external_data or None,
                training=a.training, capture=a.capture, progress=a.progress,
                export_params=a.export_params, allow_custom_ops=a.allow_custom_ops,
-               custom_opsets=opsets or None)
+               custom_opsets=opsets or None, **_quant_args(a))
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1
     print("wrote %s" % a.output)
     return 0
+
+
+def _quant_args(a):
+    return dict(target=a.target, quantize=a.quantize, quantize_block=a.quantize_block,
+                quantize_zero_points=a.quantize_zero_points,
+                quantize_accuracy_level=a.quantize_accuracy_level)
 
 
 def _checkpoint(a):
@@ -114,7 +131,7 @@ def _checkpoint(a):
                                   optimize="O" + a.optimize,
                                   external_data=a.external_data or None,
                                   progress=a.progress, report=a.report or None,
-                                  capture=a.capture)
+                                  capture=a.capture, **_quant_args(a))
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1

@@ -50,19 +50,24 @@ def _load_checkpoint(path):
                               "(%s)" % (path, type(config).__name__, e)) from None
 
 
-def export_for_generation(model, out_dir, opset=20, optimize="O2", external_data=None,
-                          progress=None, report=None, capture=None):
+def export_for_generation(model, out_dir, opset=None, optimize="O2", external_data=None,
+                          progress=None, report=None, capture=None, target=None,
+                          quantize=None, quantize_block=None, quantize_zero_points=False,
+                          quantize_accuracy_level=None):
     """Write the generation files of `model` (a transformers model, or the
     path of a checkpoint directory saved with save_pretrained) into
     `out_dir`; returns a GenerationModel.  The other arguments are
-    onnxc.export's, applied to each file."""
+    onnxc.export's, applied to each file (quantize="int4" with
+    target="ort": MatMulNBits weights)."""
     from . import ConversionError, export
     if isinstance(model, (str, os.PathLike)):
         model = _load_checkpoint(os.fspath(model))
     model = model.eval()
     os.makedirs(out_dir, exist_ok=True)
     kw = dict(opset=opset, optimize=optimize, external_data=external_data, progress=progress,
-              capture=capture)
+              capture=capture, target=target, quantize=quantize, quantize_block=quantize_block,
+              quantize_zero_points=quantize_zero_points,
+              quantize_accuracy_level=quantize_accuracy_level)
     cfg = model.config
     if getattr(cfg, "is_encoder_decoder", False):
         from .bridge import seq2seq

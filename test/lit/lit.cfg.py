@@ -1,7 +1,7 @@
 # lit configuration for onnxc's tests.
 #
 # Run with:  /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv test/lit
-# Substitutions: %onnxc %decomps %examples %inputs %python %vpython %ort_run.
+# Substitutions: %onnxc %decomps %examples %inputs %python %vpython %ort_run %ort_python.
 # Features: asan (ONNXC_SANITIZE=1), ort (the onnxruntime Python package), dot
 # (Graphviz installed), torch2 (the torch 2.x lane's virtual environment,
 # $ONNXC_VENV or ~/.cache/onnxc/venv-torch2, whose python is %vpython).
@@ -62,6 +62,8 @@ import ortlib  # noqa: E402
 ort_python = ortlib.ort_python()
 config.substitutions.append(("%ort_run", "%s %s" % (ort_python, os.path.join(repo, "utils",
                                                                             "ortlib.py"))))
+# %ort_python: that Python itself, for a test's own script (onnx, onnxruntime, numpy).
+config.substitutions.append(("%ort_python", ort_python))
 for var in ("ONNXC_ORT_PYTHON", "ONNXC_VENV"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -1,0 +1,36 @@
+"""Writes DIR/m.fxir and DIR/w.safetensors for the quantize pass's
+memory test: a (f32[4096, 4096], 64 MB, [K,N], read by a MatMul) and b
+(f16[3000, 2100], [N,K] with K = 2100 not a multiple of the block, read
+by a Gemm with transB = 1), random values.
+
+    make_big_quant.py DIR
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+a = rng.standard_normal((4096, 4096), dtype=np.float32)
+b = rng.standard_normal((3000, 2100)).astype(np.float16)
+h = json.dumps({"a": {"dtype": "F32", "shape": list(a.shape), "data_offsets": [0, a.nbytes]},
+                "b": {"dtype": "F16", "shape": list(b.shape), "data_offsets": [a.nbytes, a.nbytes + b.nbytes]}}).encode()
+h += b" " * (-len(h) % 8)
+with open(os.path.join(d, "w.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    f.write(a.tobytes())
+    f.write(b.tobytes())
+with open(os.path.join(d, "m.fxir"), "w") as f:
+    f.write("""module @T { weights "w.safetensors"
+graph @g(%x: f32[1,4096], %y: f16[1,2100]) -> (f32[1,4096], f16[1,3000]) {
+  param %a: f32[4096,4096] = "a"
+  param %b: f16[3000,2100] = "b"
+  %u = onnx::MatMul(%x, %a) : f32[1,4096]
+  %w = onnx::Gemm(%y, %b, transB = 1) : f16[1,3000]
+  return %u, %w
+}
+}
+""")
