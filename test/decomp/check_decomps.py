@@ -926,6 +926,17 @@ A([
     C("aten::adaptive_avg_pool2d", f("f32[3,5,9]"), [2, 4], id="adaptive_avg_pool2d-3d"),
     C("aten::adaptive_avg_pool1d", f("f32[2,3,7]"), [3], id="adaptive_avg_pool1d-general"),
     C("aten::adaptive_avg_pool1d", f("f32[2,3,3]"), [5], id="adaptive_avg_pool1d-up"),
+    # the output size the input's (the input), or dividing it (one AveragePool)
+    C("aten::adaptive_avg_pool2d", f("f32[1,3,6,5]"), [6, 5], id="adaptive_avg_pool2d-same"),
+    C("aten::adaptive_avg_pool2d", f("f32[3,6,5]"), [6, 5], id="adaptive_avg_pool2d-same-3d"),
+    C("aten::_adaptive_avg_pool2d", f("f32[2,3,8,9]"), [4, 3], id="_adaptive_avg_pool2d-even"),
+    C("aten::adaptive_avg_pool2d", f("f32[2,3,8,9]"), [2, 9], id="adaptive_avg_pool2d-even"),
+    C("aten::adaptive_avg_pool2d", f("f32[3,8,9]"), [4, 3], id="adaptive_avg_pool2d-even-3d"),
+    C("aten::adaptive_avg_pool1d", f("f32[2,3,12]"), [4], id="adaptive_avg_pool1d-even"),
+    C("aten::adaptive_avg_pool1d", f("f32[2,3,12]"), [12], id="adaptive_avg_pool1d-same"),
+    C("aten::adaptive_avg_pool3d", f("f32[1,2,4,6,8]"), [2, 3, 2], id="adaptive_avg_pool3d-even"),
+    C("aten::_adaptive_avg_pool3d", f("f32[1,2,4,6,8]"), [4, 6, 8], id="_adaptive_avg_pool3d-same"),
+    C("aten::adaptive_avg_pool3d", f("f32[2,4,6,8]"), [2, 3, 4], id="adaptive_avg_pool3d-even-4d"),
 ])
 
 # -- resampling (nn.fxir's Resize): sizes and scale factors, both corner
