@@ -205,7 +205,8 @@ int arg_contains(const Arg *a, ArgKind k)
 
 int node_is_torch(const Node *n)
 {
-	if (n->domain == S_aten || n->domain == S__operator || n->domain == S_torchvision)
+	if (n->domain == S_aten || n->domain == S__operator || n->domain == S_torchvision || n->domain == S_math ||
+	    n->domain == S_torch)
 		return 1;
 	for (uint32_t i = 0; n->domain != S_onnx && i < n->nargs; i++)
 		if (n->args[i].kind != A_VALUE && n->args[i].kind != A_NONE)

@@ -569,7 +569,8 @@ int node_has_subgraph(const Node *n);
 int graph_defines(Module *m, const Graph *g, ValueId v);
 /* A PyTorch call, for the decompose pass to lower: an op of PyTorch's
  * namespaces (aten; _operator, the Python int arithmetic on sizes;
- * torchvision), or of any other domain but onnx with a positional
+ * math, Python's math module on scalars; torch, torch.sym_float and the
+ * like; torchvision), or of any other domain but onnx with a positional
  * argument that is not a value (a custom op `torch.ops.NS.op`: no ONNX
  * node has a literal input). */
 int node_is_torch(const Node *n);

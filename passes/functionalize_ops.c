@@ -141,15 +141,37 @@ static int inplace(Functionalize *f, Node *n, ValueId c0, Sym fname, Node *next)
 }
 
 /* out = %buf: drop the keyword; the result is buf's new version. */
+/* arange's out= overloads make a tensor of out's dtype, which the
+ * functional call has to name (without it arange picks i64 or f32 from
+ * its operands); arange.start_out(start, end, step) is arange.start_step,
+ * not arange.start, whose third argument is the dtype. */
+static void arange_out(Functionalize *f, Node *n, Sym name, ValueId out)
+{
+	const char *s = sym_str(name);
+	if (strcmp(s, "arange.out") != 0 && strcmp(s, "arange.start_out") != 0)
+		return;
+	fz_rename_op(n, sym_cstr(strcmp(s, "arange.out") ? "arange.start_step" : "arange"));
+	const Type *t = val(f->m, out)->type;
+	if (!t || t->kind != TY_TENSOR || t->dtype == DT_UNDEF || node_kw(n, S_dtype))
+		return;
+	Named *kw = ARENA_ARRAY(&f->m->arena, Named, n->nkw + 1);
+	if (n->nkw)
+		memcpy(kw, n->kw, n->nkw * sizeof *kw);
+	kw[n->nkw++] = (Named){ S_dtype, { .kind = A_DTYPE, .u.i = t->dtype } };
+	n->kw = kw;
+}
+
 static int out_variant(Functionalize *f, Node *n, uint32_t k, Node *next)
 {
 	if (n->kw[k].val.kind != A_VALUE)
 		return fz_fail(f, n, "out= must name one tensor");
-	ValueId c = fz_canon(f, n->kw[k].val.u.v);
+	ValueId out = n->kw[k].val.u.v, c = fz_canon(f, out);
 	memmove(&n->kw[k], &n->kw[k + 1], (n->nkw - k - 1) * sizeof *n->kw);
 	n->nkw--;
 	fz_rewrite_operands(f, n);
-	fz_rename_op(n, functional_out_name(n->name));
+	Sym name = n->name;
+	fz_rename_op(n, functional_out_name(name));
+	arange_out(f, n, name, out);
 	mutated(f, n, c, next);
 	return 0;
 }

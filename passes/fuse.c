@@ -34,7 +34,8 @@
  *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
  *       or the attribute (before).)
  *   Normalizations, Gelu and attention written out: fuse_norm.c,
- *   fuse_gelu.c, fuse_attention.c.
+ *   fuse_gelu.c, fuse_attention.c; a constant Pad before a Conv,
+ *   ConvTranspose or pooling: fuse_pad.c.
  *
  * Why they hold: Gemm computes A * op(B) + C with C broadcast one way to
  * (M, N), which is the MatMul and Add of 2-D operands; transB=1 reads the
@@ -553,6 +554,10 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 {
 	Fuse *f = ctx;
 	for (Node *n = v->g->first; n; n = n->next) {
+		if (n->domain == S_onnx && n->nres >= 1 && n->nargs >= 1 &&
+		    (n->op == OP_ONNX_Conv || n->op == OP_ONNX_ConvTranspose ||
+		     n->op == OP_ONNX_AveragePool || n->op == OP_ONNX_MaxPool))
+			fuse_pad(f, n);
 		if (n->domain != S_onnx || n->nres != 1)
 			continue;
 		OpId op = n->op;

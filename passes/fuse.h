@@ -1,6 +1,6 @@
 /* fuse.h - what the files of the fuse pass share (fuse.c runs the walk;
- * fuse_norm.c, fuse_gelu.c, fuse_attention.c and fuse_layout.c hold
- * fusion families). */
+ * fuse_norm.c, fuse_gelu.c, fuse_attention.c, fuse_layout.c and
+ * fuse_pad.c hold fusion families). */
 #ifndef ONNXC_FUSE_H
 #define ONNXC_FUSE_H
 
@@ -63,5 +63,8 @@ int fuse_key_perm(const Node *t, int32_t rank, int64_t *p1);
 void fuse_flatten(Fuse *f, Node *n);               /* fuse_layout.c */
 void fuse_unit_transpose(Fuse *f, Graph *g, Node *n);
 void fuse_lead_one_add(Fuse *f, Graph *g, Node *n);
+/* n, a Conv, ConvTranspose, AveragePool or MaxPool, reads a constant Pad
+ * it can do itself: n takes the pads and reads the Pad's input. */
+void fuse_pad(Fuse *f, Node *n);                   /* fuse_pad.c */
 
 #endif

@@ -70,6 +70,10 @@ enum { ONNXC_OPSET_MIN = 13, ONNXC_OPSET_MAX = 28 };
 /* decompose.c: reports every ATen-level node left anywhere in m (one error
  * each and a summary note); returns how many there were. */
 uint32_t decompose_report_unsupported(Module *m);
+/* foreign_ops.c: reports every op of m whose domain is neither ONNX's
+ * (com.microsoft too when target_ort), a local function's nor declared by
+ * an opset line, one error an op; returns how many nodes there were. */
+uint32_t report_foreign_ops(Module *m, int target_ort);
 
 /* promote.c: PyTorch's type promotion.  dtype_promote is
  * torch.promote_types, result_type torch.result_type over tensor and

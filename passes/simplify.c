@@ -30,6 +30,8 @@
  *   SequenceAt(SequenceConstruct(x0..xn-1), k)   -> xk  for a constant k
  *   Dropout(x, ratio, training_mode)             -> x   in inference, or
  *                                                       with ratio 0
+ *   Pad(x, pads, ...)                            -> x   every pad a
+ *                                                       constant 0
  *
  * Why they hold: Reshape, Squeeze, Unsqueeze and Flatten keep the elements
  * in row-major order and change only the shape, so any chain of them from x
@@ -329,6 +331,16 @@ static void simplify_identity_operand(Simplify *s, Node *n, ValueId r)
 	}
 }
 
+/* Pad(x, pads) with every pad a constant 0 adds nothing in any mode: x
+ * itself, whatever x's shape says.  Before opset 11 pads were an
+ * attribute (no such Pad is read here). */
+static void simplify_zero_pad(Simplify *s, Node *n, ValueId x, ValueId r)
+{
+	ValueId pads = operand(n, 1);
+	if (s->opset >= 11 && pads && match_const(s->m, pads, 0.0))
+		replace(s, r, x);
+}
+
 /* SequenceAt(SequenceConstruct(x0, ..., xn-1), k) reads xk (k < 0 counts
  * from the end): the decompositions take lists of tensors apart this way. */
 static void simplify_sequence_at(Simplify *s, Node *n, ValueId q, ValueId r)
@@ -612,6 +624,9 @@ static void simplify_node(Simplify *s, Node *n)
 	case OP_ONNX_Expand:
 		if (same_shape(s, x, r))
 			replace(s, r, x);
+		break;
+	case OP_ONNX_Pad:
+		simplify_zero_pad(s, n, x, r);
 		break;
 	case OP_ONNX_Concat:
 		drop_empty_operands(s, n, r);

@@ -28,6 +28,7 @@ typedef struct Checker {
 	FnSig *fns;
 	size_t nfns;
 	int in_function;
+	int allow_custom;           /* -allow-custom-ops: any domain with an opset import */
 	unsigned errors, nodes, graphs;
 } Checker;
 
@@ -304,7 +305,9 @@ static void check_arity(Checker *c, const Where *w, const Onnx__NodeProto *n, Op
 }
 
 /* Against the registry for the default domain, against the signature for
- * a local function; other domains are not known here. */
+ * a local function; of the other domains only ONNX's own (ai.onnx.ml) and
+ * ONNX Runtime's (com.microsoft) load without a custom-op library, so any
+ * other is an error unless -allow-custom-ops. */
 static OpId check_op(Checker *c, const Where *w, const Onnx__NodeProto *n)
 {
 	const char *d = domain_of(n->domain);
@@ -315,6 +318,10 @@ static OpId check_op(Checker *c, const Where *w, const Onnx__NodeProto *n)
 			       d[0] ? d : "onnx", n->op_type, n->n_input, n->n_output, f->nin, f->nout);
 		return OP_GENERIC;
 	}
+	if (d[0] && !c->allow_custom && strcmp(d, "ai.onnx.ml") != 0 && strcmp(d, "com.microsoft") != 0)
+		report(c, w, "domain '%s' is not an ONNX domain (nor ai.onnx.ml, com.microsoft, a local "
+		       "function's): ONNX Runtime refuses it without a custom-op library (-allow-custom-ops "
+		       "accepts it)", d);
 	if (d[0])
 		return OP_GENERIC;
 	OpId op = op_lookup(S_onnx, sym_cstr(n->op_type));
@@ -461,13 +468,16 @@ static void check_model(Checker *c, const Onnx__ModelProto *mp)
 /* ---- the command ------------------------------------------------------------------ */
 
 static const char check_usage[] =
-	"usage: onnxc check <model.onnx>\n"
+	"usage: onnxc check [-allow-custom-ops] <model.onnx>\n"
 	"\n"
 	"Checks the structure of an ONNX model: SSA names and topological order,\n"
 	"defined inputs, opset imports for every domain used, operator arity and\n"
 	"attribute types, calls of local functions against their signatures,\n"
-	"initializer shapes against their data, external data bounds.  Prints\n"
-	"every error with the graph and node it is about; exit 1 if there are any.\n";
+	"initializer shapes against their data, external data bounds, and that\n"
+	"every node's domain is ONNX's (ai.onnx.ml and ONNX Runtime's com.microsoft\n"
+	"too) or a local function's; -allow-custom-ops accepts any other domain.\n"
+	"Prints every error with the graph and node it is about; exit 1 if there\n"
+	"are any.\n";
 
 static _Noreturn void check_usage_error(const char *msg, const char *arg)
 {
@@ -477,13 +487,15 @@ static _Noreturn void check_usage_error(const char *msg, const char *arg)
 	exit(2);
 }
 
-static const char *parse_check_args(int argc, char **argv)
+static const char *parse_check_args(int argc, char **argv, int *allow_custom)
 {
 	const char *model = NULL;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(check_usage, stdout);
 			exit(0);
+		} else if (!strcmp(argv[i], "-allow-custom-ops")) {
+			*allow_custom = 1;
 		} else if (argv[i][0] == '-' && argv[i][1])
 			check_usage_error("unknown option '%s'", argv[i]);
 		else if (model)
@@ -522,7 +534,7 @@ static void check_ir(Checker *c)
 int check_main(int argc, char **argv)
 {
 	Checker c = { 0 };
-	c.path = parse_check_args(argc, argv);
+	c.path = parse_check_args(argc, argv, &c.allow_custom);
 	c.loc = (Loc){ sym_cstr(c.path), 0, 0 };
 	c.dir = dir_of(c.path);
 	diag_set_max_errors(0);

@@ -550,11 +550,14 @@ static int emit_text(Module *m, const Opts *o, FILE *dst)
 }
 
 /* An ONNX file never holds ATen ops by accident: without -allow-custom-ops
- * the same listing as the decompose pass's refuses the module.  Nor does it
- * hold complex values, which ONNX's ops take as pairs of reals. */
+ * the same listing as the decompose pass's refuses the module, and so does
+ * an op of a domain neither ONNX's nor declared.  Nor does it hold complex
+ * values, which ONNX's ops take as pairs of reals. */
 static int emit_onnx(Module *m, const Opts *o)
 {
 	if (!o->allow_custom_ops && decompose_report_unsupported(m))
+		return 1;
+	if (!o->allow_custom_ops && report_foreign_ops(m, o->target_ort))
 		return 1;
 	if (complex_report_unlowered(m))
 		return 1;

@@ -102,6 +102,14 @@ def cases(m):
         C("aten::linalg_vector_norm", f("f32[3,4]"), 0.5, None, id="linalg_vector_norm-ord-half"),
         C("aten::linalg_vector_norm", f("f32[3,4]"), 2, [0], dtype=DT("f64"), id="linalg_vector_norm-dtype"),
         C("aten::linalg_vector_norm", f("f32[3,4]"), 2, [1], opset=17, id="linalg_vector_norm-opset17"),
+        # ord 2 and 1 are ReduceL2 and ReduceL1: every dim (none, []), keepdim,
+        # a dtype, opset 17's axes attribute, a 0-d tensor (written out)
+        C("aten::linalg_vector_norm", f("f32[3,4,5]"), 2, [], True, id="linalg_vector_norm-empty-dim"),
+        C("aten::linalg_vector_norm", f("f32[3,4,5]"), 1, None, True, id="linalg_vector_norm-ord1-all"),
+        C("aten::linalg_vector_norm", f("f32[3,4,5]"), 1, [-1], True, opset=17, id="linalg_vector_norm-ord1-opset17"),
+        C("aten::linalg_vector_norm", f("f32[3,4]"), 1, [0], dtype=DT("f64"), id="linalg_vector_norm-ord1-dtype"),
+        C("aten::linalg_vector_norm", f("f32[]"), 2, [0], id="linalg_vector_norm-0d"),
+        C("aten::linalg_vector_norm", f("f32[]"), 1, id="linalg_vector_norm-ord1-0d"),
     ])
 
     # -- instance_norm: no weight, no bias, running statistics --

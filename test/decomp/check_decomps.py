@@ -451,6 +451,50 @@ A([
     C("aten::arange.start", 2, 7),
     C("aten::arange.start_step", 0, 10, 3),
     C("aten::arange.start_step", 0.0, 1.0, 0.25, id="arange.start_step-f32"),
+])
+
+
+def np_arange(start, end=None, step=1, dtype=None):
+    """PyTorch 2.x's arange: the length is ceil((end - start) / step) of the
+    scalars as given, an integer dtype truncates start and step (a step
+    below 1 repeats start).  PyTorch 1.13 truncates the operands of an
+    int64 arange before taking the length, and refuses a step that
+    truncates to 0; the decomposition follows 2.x, which torch.export
+    records."""
+    if end is None:
+        start, end = 0, start
+    n = max(int(math.ceil((end - start) / step)), 0)
+    npt = DTYPES[TORCH_TO_FX[dtype]][0]
+    if np.issubdtype(npt, np.integer):
+        return (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(npt)
+    return (start + np.arange(n, dtype=np.float64) * step).astype(npt)
+
+
+def arange_case(op, *args, dtype, id):
+    """An arange case; np_arange stands for PyTorch where 1.13 differs
+    from 2.x (an integer dtype with a non-integer operand)."""
+    ints = all(isinstance(a, int) for a in args)
+    ref = None if ints or dtype in ("f32", "f64", "f16") else np_arange
+    return C(op, *args, dtype=DT(dtype), id=id, ref=ref)
+
+
+# arange over dtypes: fractional, downward, float start, a step below 1,
+# a float step with integer bounds (XLNet's), a tenth (f64 accumulation).
+for _s, _e, _st, _tag in ((0, 5, 1.5, "frac"), (5, 0, -1.5, "down"), (-2.7, 3, 1, "fstart"),
+                          (1, 2.5, 0.5, "substep"), (0, 64, 2.0, "fstep"), (0, 1, 0.1, "tenth"),
+                          (2, 11, 3, "int")):
+    for _dt in ("i64", "i32", "i8", "u8", "f32", "f64", "f16"):
+        if _dt == "u8" and _st < 0:
+            continue
+        A([arange_case("aten::arange.start_step", _s, _e, _st, dtype=_dt,
+                       id="arange.start_step-%s-%s" % (_tag, _dt))])
+A([
+    C("aten::arange", 5, dtype=DT("f64"), id="arange-f64"),
+    arange_case("aten::arange", 7.5, dtype="i32", id="arange-float-i32"),
+    C("aten::arange", 4.5, id="arange-float"),
+    C("aten::arange.start", 2, 7, dtype=DT("f16"), id="arange.start-f16"),
+    arange_case("aten::arange.start", -1.5, 3, dtype="i64", id="arange.start-float-i64"),
+    C("aten::arange.start", 0.5, 3, id="arange.start-float"),
     C("aten::_to_copy", f()),
     C("aten::_to_copy", f(), dtype=DT("f64"), id="_to_copy-f64"),
     C("aten::_to_copy", f(lo=-5.0, hi=5.0), dtype=DT("i64"), id="_to_copy-i64"),
@@ -941,6 +985,17 @@ A([
     C("aten::adaptive_avg_pool2d", f("f32[3,5,9]"), [2, 4], id="adaptive_avg_pool2d-3d"),
     C("aten::adaptive_avg_pool1d", f("f32[2,3,7]"), [3], id="adaptive_avg_pool1d-general"),
     C("aten::adaptive_avg_pool1d", f("f32[2,3,3]"), [5], id="adaptive_avg_pool1d-up"),
+    # the output size the input's (the input), or dividing it (one AveragePool)
+    C("aten::adaptive_avg_pool2d", f("f32[1,3,6,5]"), [6, 5], id="adaptive_avg_pool2d-same"),
+    C("aten::adaptive_avg_pool2d", f("f32[3,6,5]"), [6, 5], id="adaptive_avg_pool2d-same-3d"),
+    C("aten::_adaptive_avg_pool2d", f("f32[2,3,8,9]"), [4, 3], id="_adaptive_avg_pool2d-even"),
+    C("aten::adaptive_avg_pool2d", f("f32[2,3,8,9]"), [2, 9], id="adaptive_avg_pool2d-even"),
+    C("aten::adaptive_avg_pool2d", f("f32[3,8,9]"), [4, 3], id="adaptive_avg_pool2d-even-3d"),
+    C("aten::adaptive_avg_pool1d", f("f32[2,3,12]"), [4], id="adaptive_avg_pool1d-even"),
+    C("aten::adaptive_avg_pool1d", f("f32[2,3,12]"), [12], id="adaptive_avg_pool1d-same"),
+    C("aten::adaptive_avg_pool3d", f("f32[1,2,4,6,8]"), [2, 3, 2], id="adaptive_avg_pool3d-even"),
+    C("aten::_adaptive_avg_pool3d", f("f32[1,2,4,6,8]"), [4, 6, 8], id="_adaptive_avg_pool3d-same"),
+    C("aten::adaptive_avg_pool3d", f("f32[2,4,6,8]"), [2, 3, 4], id="adaptive_avg_pool3d-even-4d"),
 ])
 
 # -- resampling (nn.fxir's Resize): sizes and scale factors, both corner

@@ -143,10 +143,15 @@ ENCODERS = {
     "distilbert": ("DistilBertModel", "DistilBertConfig",
                    dict(vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
                         max_position_embeddings=64)),
+    "xlnet": ("XLNetModel", "XLNetConfig",
+              dict(vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=64)),
+    "funnel": ("FunnelModel", "FunnelConfig",
+               dict(vocab_size=VOCAB, d_model=32, n_head=4, d_head=8, d_inner=64,
+                    block_sizes=[1, 1], num_decoder_layers=1)),
 }
 
 HF_OTHERS = ["t5", "bart", "whisper", "wav2vec2", "hubert", "vit", "deit", "clip", "siglip",
-             "swin", "convnext", "segformer", "detr", "mobilevit"]
+             "swin", "convnext", "segformer", "detr", "mobilevit", "mobilenet_v2", "convnext_v2"]
 HF_FAMILY = {"t5": "enc-dec", "bart": "enc-dec", "whisper": "enc-dec", "wav2vec2": "speech",
              "hubert": "speech"}
 
@@ -424,6 +429,14 @@ def _build_hf_other(name):
                      neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64], num_attention_heads=2,
                      expand_ratio=2.0))
         return Case(m, (pixels(64),))
+    if name == "mobilenet_v2":
+        m = _hf("MobileNetV2ForImageClassification", "MobileNetV2Config",
+                dict(image_size=32, depth_multiplier=0.35, num_labels=8))
+        return Case(m, (pixels(32),))
+    if name == "convnext_v2":
+        m = _hf("ConvNextV2Model", "ConvNextV2Config",
+                dict(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1], image_size=32))
+        return Case(m, (pixels(32),))
     raise ValueError("unknown model %s" % name)
 
 
