@@ -111,9 +111,9 @@ CHILD_ENV = dict(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERB
 
 # -- the checkpoint -------------------------------------------------------------------
 
-def make_config(arch, size):
+def make_config(arch, size, layers=None):
     import transformers
-    s = SIZES[size]
+    s = dict(SIZES[size], **({"layers": layers} if layers else {}))
     common = dict(vocab_size=s["vocab"], hidden_size=s["dim"], intermediate_size=s["ffn"],
                   num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
                   num_key_value_heads=s["kv_heads"], max_position_embeddings=MAX_POSITIONS,
@@ -142,14 +142,14 @@ def make_tokenizer(vocab_size):
                                                 unk_token="<unk>")
 
 
-def make_checkpoint(arch, size, path):
+def make_checkpoint(arch, size, path, layers=None):
     """Writes config, weights (seed 0) and tokenizer to `path`, unless a
     checkpoint of the same config is there already (--keep)."""
     import torch
     import transformers
-    cfg = make_config(arch, size)
+    cfg = make_config(arch, size, layers)
     stamp = os.path.join(path, "bench_decode.json")
-    want = {"arch": arch, "size": size, "config": SIZES[size]}
+    want = {"arch": arch, "size": size, "layers": cfg.num_hidden_layers}
     if os.path.isfile(stamp):
         with open(stamp) as f:
             if json.load(f) == want:
@@ -167,9 +167,11 @@ def make_checkpoint(arch, size, path):
 
 
 def prompt_ids(ckpt, n):
-    """n token ids of a synthetic text through the checkpoint's tokenizer."""
+    """n token ids of a synthetic text through the checkpoint's tokenizer
+    (its tokenizer.json as written: AutoTokenizer would pick the model
+    type's own tokenizer class for some, Qwen2's, which reads it otherwise)."""
     import transformers
-    tok = transformers.AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
+    tok = transformers.PreTrainedTokenizerFast.from_pretrained(ckpt, local_files_only=True)
     rng = random.Random(7)
     text = " ".join("w%d" % rng.randrange(4, tok.vocab_size) for _ in range(n))
     ids = tok(text, add_special_tokens=False)["input_ids"]
@@ -263,6 +265,13 @@ def build_encoder(job):
     return path
 
 
+def node_count(path):
+    """Nodes of the graph, local functions' bodies included."""
+    import onnx
+    m = onnx.load(path, load_external_data=False)
+    return len(m.graph.node) + sum(len(f.node) for f in m.functions)
+
+
 def child_build(job):
     """Runs one build; prints BUILD {ok, seconds, path | error}."""
     import onnxc
@@ -285,7 +294,7 @@ def child_build(job):
             path = build_peer(job)
         else:
             path = build_genai(job)
-        res.update(ok=True, path=path)
+        res.update(ok=True, path=path, nodes=node_count(path))
     except NotImplementedError as e:
         res.update(error=str(e), unavailable=True)
     except Exception as e:   # noqa: BLE001 (a failed build is a row of the table)
@@ -391,8 +400,8 @@ def empty_past(cfg, batch, length, rng=None):
     if rng is None:
         return [(np.zeros(shape, np.float32), np.zeros(shape, np.float32))
                 for _ in range(cfg.num_hidden_layers)]
-    return [(rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32))
-            for _ in range(cfg.num_hidden_layers)]
+    return [(rng.standard_normal(shape, dtype=np.float32),
+             rng.standard_normal(shape, dtype=np.float32)) for _ in range(cfg.num_hidden_layers)]
 
 
 def greedy_steps(dec, cfg, prompt, new, forced=None):
@@ -586,7 +595,7 @@ def run_encoders(a, work, results):
                 quantize_dynamic(files["peer"], path, weight_type=QuantType.QInt8,
                                  use_external_data_format=True)
                 files["peer-int8"] = path
-                rows["peer-int8"] = {"ok": True, "path": path,
+                rows["peer-int8"] = {"ok": True, "path": path, "nodes": node_count(path),
                                      "seconds": time.perf_counter() - t0}
             except Exception as e:   # noqa: BLE001
                 rows["peer-int8"] = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
@@ -654,7 +663,8 @@ def report(res, enc, a, load0, load1, wall):
             for c in res[arch]["times"].get(t, {}):
                 if c not in configs:
                     configs.append(c)
-    head = ["model", "file", "threads"] + configs + (["greedy tok/s"] if not a.no_greedy else [])
+    head = ["model", "file", "threads"] + configs + (["greedy tok/s (x onnxc)"]
+                                                      if not a.no_greedy else [])
     rows = []
     for arch, r in res.items():
         for t in a.threads:
@@ -682,8 +692,8 @@ def report(res, enc, a, load0, load1, wall):
     lines += table(head, rows)
     if not a.no_accuracy:
         lines += ["", "Against PyTorch fp32 over a %d-token greedy sequence (the file fed "
-                  "PyTorch's tokens; %d-token prompt), file size and build time:" % (a.new, a.prompt),
-                  ""]
+                  "PyTorch's tokens; %d-token prompt); nodes, file size (external data "
+                  "included) and build time:" % (a.new, a.prompt), ""]
         rows = []
         for arch, r in res.items():
             for k in a.files:
@@ -696,9 +706,10 @@ def report(res, enc, a, load0, load1, wall):
                              "%.6f" % acc["cos_mean"] if acc else "-",
                              "%.6f" % acc["cos_min"] if acc else "-",
                              "%.2g" % acc["max_diff"] if acc else "-",
-                             fmt_size(b.get("size")), "%.1f s" % b["seconds"]])
+                             str(b.get("nodes", "-")), fmt_size(b.get("size")),
+                             "%.1f s" % b["seconds"]])
         lines += table(["model", "file", "top-1 agree", "cos mean", "cos min",
-                        "max |diff|", "size", "build"], rows)
+                        "max |diff|", "nodes", "size", "build"], rows)
     if enc:
         lines += ["", "Encoders (batch 1, sequence 128; latency median, ratio to onnxc fp32 "
                   "with its 95% interval; against PyTorch fp32):", ""]
@@ -710,7 +721,7 @@ def report(res, enc, a, load0, load1, wall):
                     continue
                 if not b.get("ok"):
                     rows.append([arch, LABELS.get(k, k), "-", b.get("error", "")[:60], "", "",
-                                 "", ""])
+                                 "", "", ""])
                     continue
                 for t in a.threads:
                     times = b.get("times", {}).get(t)
@@ -718,9 +729,10 @@ def report(res, enc, a, load0, load1, wall):
                     rows.append([arch, LABELS.get(k, k), str(t), cell(times, base),
                                  "%.2g" % b["max_diff"] if "max_diff" in b else "-",
                                  "%.6f" % b["cos"] if "cos" in b else "-",
-                                 fmt_size(b.get("size")), "%.1f s" % b.get("seconds", 0)])
-        lines += table(["model", "file", "threads", "latency", "max |diff|", "cos", "size",
-                        "build"], rows)
+                                 str(b.get("nodes", "-")), fmt_size(b.get("size")),
+                                 "%.1f s" % b.get("seconds", 0)])
+        lines += table(["model", "file", "threads", "latency", "max |diff|", "cos", "nodes",
+                        "size", "build"], rows)
     import onnxruntime
     import torch
     try:
@@ -728,12 +740,14 @@ def report(res, enc, a, load0, load1, wall):
         gv = onnxruntime_genai.__version__
     except ImportError:
         gv = "not installed"
+    size = dict(SIZES["1b" if a.one_b else "small"])
+    if a.layers:
+        size["layers"] = a.layers
     lines += ["", "Size %s (%s); %d rounds at most of about %.0f ms a file and "
               "configuration; greedy: %d tokens, median of %d loops.  torch %s, onnxruntime %s, "
               "onnxruntime-genai %s.  Load average (1 min) %.2f at the start, %.2f at the end; "
               "wall time %.0f s." % ("1b" if a.one_b else "small",
-                                     ", ".join("%s %s" % (k, v) for k, v in SIZES[
-                                         "1b" if a.one_b else "small"].items()),
+                                     ", ".join("%s %s" % (k, v) for k, v in size.items()),
                                      a.rounds, a.sample_ms, a.new, a.greedy_reps,
                                      torch.__version__, onnxruntime.__version__, gv, load0,
                                      load1, wall)]
@@ -744,16 +758,17 @@ def report(res, enc, a, load0, load1, wall):
 
 def run_arch(arch, a, work):
     size = "1b" if a.one_b else "small"
-    ckpt = os.path.join(work, "%s-%s" % (arch, size), "checkpoint")
+    tag = "%s-%s%s" % (arch, size, "-%dl" % a.layers if a.layers else "")
+    ckpt = os.path.join(work, tag, "checkpoint")
     t0 = time.perf_counter()
-    made = make_checkpoint(arch, size, ckpt)
+    made = make_checkpoint(arch, size, ckpt, a.layers)
     log("%s: checkpoint %s (%.1f s)" % (arch, "written" if made else "reused",
                                         time.perf_counter() - t0))
     import transformers
     cfg = transformers.AutoConfig.from_pretrained(ckpt, local_files_only=True)
     builds = {}
     for k in a.files:
-        out = os.path.join(work, "%s-%s" % (arch, size), k)
+        out = os.path.join(work, tag, k)
         stamp = os.path.join(out, "bench_decode.json")
         if a.keep and os.path.isfile(stamp) and not made:
             with open(stamp) as f:
@@ -808,6 +823,7 @@ def main(argv=None):
                     help="llama,qwen2,phi3 (default: all three; llama alone with --1b)")
     ap.add_argument("--1b", dest="one_b", action="store_true",
                     help="bench_1b.py's TinyLlama-1.1B shape instead of the small one")
+    ap.add_argument("--layers", type=int, help="override the depth of the size chosen")
     ap.add_argument("--files", type=csv, default=list(FILES),
                     help="files to build and time (default all: %s)" % ",".join(FILES))
     ap.add_argument("--prompt", type=int, default=128, help="prompt tokens (default 128)")
