@@ -1,9 +1,9 @@
 """bench_decode.py - decoding with a key/value cache: onnxc's generation files against their peers.
 
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_decode.py [--arch llama,qwen2,phi3] [--1b]
-        [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,peer,genai-fp32,genai-int4]
+        [--layers N] [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,peer,genai-fp32,genai-int4]
         [--prompt 128] [--batch 1,4] [--past 128,2048] [--threads 1,2] [--new 32]
-        [--rounds 9] [--sample-ms 40] [--no-prefill] [--no-decode] [--no-greedy]
+        [--rounds 9] [--sample-ms 40] [--budget 10] [--no-prefill] [--no-decode] [--no-greedy]
         [--no-accuracy] [--no-encoders | --encoders-only] [--markdown FILE]
         [--keep DIR] [--onnxc PATH] [--timeout S]
 
@@ -15,7 +15,8 @@ as tokenizer.json and tokenizer_config.json, so ONNX Runtime GenAI's model
 builder takes the directory).  The default size is small (hidden 512, 4
 layers, 8 heads, 2 key/value heads, ffn 1376, vocabulary 32000); --1b is
 bench_1b.py's TinyLlama-1.1B shape (hidden 2048, 22 layers, 32 heads, 4
-key/value heads, ffn 5632), Llama only unless --arch says otherwise.
+key/value heads, ffn 5632), Llama only unless --arch says otherwise;
+--layers overrides the depth of either.
 
 The files, each built in a process of its own (external data for all):
 
@@ -59,7 +60,7 @@ each file resampled).
 The encoder part (--no-encoders leaves it out): BERT-4L and DistilBERT-4L
 (hidden 768, batch 1, sequence 128, random weights) as onnxc fp32 against
 torch.onnx.export(dynamo=True), and onnxruntime.quantization.quantize_dynamic
-(int8 weights) of the peer's file against onnxc int8 when onnx.export has
+(int8 weights) of the peer's file against onnxc int8 when onnxc.export has
 `quantize=`.
 
 The last lines give the versions and the machine's load average at the
@@ -70,7 +71,6 @@ import argparse
 import gc
 import inspect
 import json
-import math
 import os
 import random
 import shutil
@@ -709,7 +709,7 @@ def report(res, enc, a, load0, load1, wall):
                              str(b.get("nodes", "-")), fmt_size(b.get("size")),
                              "%.1f s" % b["seconds"]])
         lines += table(["model", "file", "top-1 agree", "cos mean", "cos min",
-                        "max |diff|", "nodes", "size", "build"], rows)
+                        "max abs diff", "nodes", "size", "build"], rows)
     if enc:
         lines += ["", "Encoders (batch 1, sequence 128; latency median, ratio to onnxc fp32 "
                   "with its 95% interval; against PyTorch fp32):", ""]
@@ -731,7 +731,7 @@ def report(res, enc, a, load0, load1, wall):
                                  "%.6f" % b["cos"] if "cos" in b else "-",
                                  str(b.get("nodes", "-")), fmt_size(b.get("size")),
                                  "%.1f s" % b.get("seconds", 0)])
-        lines += table(["model", "file", "threads", "latency", "max |diff|", "cos", "nodes",
+        lines += table(["model", "file", "threads", "latency", "max abs diff", "cos", "nodes",
                         "size", "build"], rows)
     import onnxruntime
     import torch
