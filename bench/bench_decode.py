@@ -3,8 +3,8 @@
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_decode.py [--arch llama,qwen2,phi3] [--1b]
         [--layers N] [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,peer,genai-fp32,genai-int4]
         [--prompt 128] [--batch 1,4] [--past 128,2048] [--threads 1,2] [--new 32]
-        [--rounds 9] [--sample-ms 40] [--budget 10] [--no-prefill] [--no-decode] [--no-greedy]
-        [--no-accuracy] [--no-encoders | --encoders-only] [--markdown FILE]
+        [--rounds 9] [--sample-ms 40] [--budget 10] [--no-spin] [--no-prefill] [--no-decode]
+        [--no-greedy] [--no-accuracy] [--no-encoders | --encoders-only] [--markdown FILE]
         [--keep DIR] [--onnxc PATH] [--timeout S]
 
 For each architecture (Llama, Qwen2, Phi-3), a causal LM made from a config
@@ -35,7 +35,8 @@ The files, each built in a process of its own (external data for all):
   genai-int4   -o DIR -p fp32|int4 -e cpu (its GroupQueryAttention files)
 
 Every file runs in a plain ONNX Runtime session (CPU, intra-op threads as
---threads, one inter-op thread; not GenAI's generator), fed by one adapter
+--threads, one inter-op thread, spinning as ONNX Runtime's default unless
+--no-spin; not GenAI's generator), fed by one adapter
 that reads each file's input names (the GenAI files' from their
 genai_config.json), so the same timing code drives them all:
 
@@ -338,6 +339,20 @@ def positions(mask):
     return np.where(mask == 0, 1, pos).astype(np.int64)
 
 
+def session_options(threads, spin=True):
+    """intra-op threads as asked, one inter-op thread; spin=False stops the
+    intra-op threads spinning while they wait for work (ONNX Runtime's
+    default is to spin, which costs on cores other jobs hold)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    if not spin:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return so
+
+
 class Decoder:
     """A decoder-with-past file in a plain ONNX Runtime session, fed by
     name: input_ids, attention_mask, position_ids where the file takes
@@ -345,13 +360,10 @@ class Decoder:
     its genai_config.json, else past_key_values.N.key/.value and
     present.N.key/.value)."""
 
-    def __init__(self, path, threads):
+    def __init__(self, path, threads, spin=True):
         import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.log_severity_level = 3
-        self.session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(path, session_options(threads, spin),
+                                            providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.outputs = [o.name for o in self.session.get_outputs()]
         names = {"past_key_names": "past_key_values.%d.key",
@@ -604,11 +616,8 @@ def run_encoders(a, work, results):
         for t in a.threads:
             sessions = {}
             for k, path in files.items():
-                so = ort.SessionOptions()
-                so.intra_op_num_threads = t
-                so.inter_op_num_threads = 1
-                so.log_severity_level = 3
-                sessions[k] = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+                sessions[k] = ort.InferenceSession(path, session_options(t, not a.no_spin),
+                                                   providers=["CPUExecutionProvider"])
             if t == a.threads[0]:
                 for k, s in sessions.items():
                     got = s.run(None, feed)[0]
@@ -744,11 +753,13 @@ def report(res, enc, a, load0, load1, wall):
     if a.layers:
         size["layers"] = a.layers
     lines += ["", "Size %s (%s); %d rounds at most of about %.0f ms a file and "
-              "configuration; greedy: %d tokens, median of %d loops.  torch %s, onnxruntime %s, "
+              "configuration%s; greedy: %d tokens, median of %d loops.  torch %s, onnxruntime %s, "
               "onnxruntime-genai %s.  Load average (1 min) %.2f at the start, %.2f at the end; "
               "wall time %.0f s." % ("1b" if a.one_b else "small",
                                      ", ".join("%s %s" % (k, v) for k, v in size.items()),
-                                     a.rounds, a.sample_ms, a.new, a.greedy_reps,
+                                     a.rounds, a.sample_ms,
+                                     "; intra-op threads not spinning" if a.no_spin else "",
+                                     a.new, a.greedy_reps,
                                      torch.__version__, onnxruntime.__version__, gv, load0,
                                      load1, wall)]
     return lines
@@ -798,7 +809,7 @@ def run_arch(arch, a, work):
         for group in groups:
             if not group:
                 continue
-            decs = {k: Decoder(builds[k]["path"], t) for k in group}
+            decs = {k: Decoder(builds[k]["path"], t, not a.no_spin) for k in group}
             if ref is not None and t == a.threads[0]:
                 for k, d in decs.items():
                     res["acc"][k] = accuracy(d, cfg, prompt, *ref)
@@ -840,6 +851,8 @@ def main(argv=None):
                     help="seconds of rounds a configuration, at least 5 rounds (default 10)")
     ap.add_argument("--greedy-reps", type=int, default=3,
                     help="greedy loops a file, the median taken (default 3)")
+    ap.add_argument("--no-spin", action="store_true",
+                    help="intra-op threads do not spin while waiting (for a loaded machine)")
     ap.add_argument("--no-prefill", action="store_true")
     ap.add_argument("--no-decode", action="store_true")
     ap.add_argument("--no-greedy", action="store_true")
