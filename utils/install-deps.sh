@@ -17,10 +17,10 @@
 #
 # The torch 2.x lane: a virtual environment (ONNXC_VENV, default
 # ~/.cache/onnxc/venv-torch2) made with Debian's python3, holding the torch,
-# torchvision, transformers, timm, onnx, onnxruntime and onnxscript pinned in
-# utils/venv-requirements.txt, installed from wheels pip finds on the machine
-# where it can. It lives outside the checkout, so a new clone finds it; a
-# stamp of the requirements file says whether it is current.
+# torchvision, transformers, timm, onnx, onnxruntime, onnxruntime-genai and
+# onnxscript pinned in utils/venv-requirements.txt, installed from wheels pip
+# finds on the machine where it can. It lives outside the checkout, so a new
+# clone finds it; a stamp of the requirements file says whether it is current.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,7 +130,7 @@ VENV="${ONNXC_VENV:-$HOME/.cache/onnxc/venv-torch2}"
 REQS="$REPO/utils/venv-requirements.txt"
 stamp="$(sha256sum "$REQS" | cut -d' ' -f1)"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.onnxc-stamp" 2>/dev/null)" = "$stamp" ] &&
-   "$VENV/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, onnxscript, transformers, timm' 2>/dev/null; then
+   "$VENV/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, onnxruntime_genai, onnxscript, transformers, timm' 2>/dev/null; then
   say "venv $VENV: current"
 else
   say "venv $VENV: creating or updating (the pins of utils/venv-requirements.txt)"
@@ -164,6 +164,6 @@ fi
 VENV_SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 printf '%s\n' "$REPO/python" > "$VENV_SITE/onnxc.pth"
 say "venv: $("$VENV/bin/onnxc" --version) in $VENV/bin"
-say "venv: $("$VENV/bin/python" -c 'import torch, torchvision, transformers, onnxruntime; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__, "onnxruntime", onnxruntime.__version__)')"
+say "venv: $("$VENV/bin/python" -c 'import torch, torchvision, transformers, onnxruntime, onnxruntime_genai; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__, "onnxruntime", onnxruntime.__version__, "onnxruntime-genai", onnxruntime_genai.__version__)')"
 
 say "done"
