@@ -410,6 +410,10 @@ typedef struct Value {
 	Node *def;                  /* VK_NODE */
 	uint32_t res;               /* result index in def */
 	uint8_t kind;               /* ValueKind */
+	uint8_t overridable;        /* a param, buffer or const that is also a graph
+				     * input (-keep-initializers-as-inputs): the user
+				     * may give it another value, so no pass may read,
+				     * merge or fold it as a constant */
 	Sym key;                    /* VK_PARAM/VK_BUFFER: tensor name in the weights file */
 	Tensor *init;               /* VK_CONST */
 	const Prov *prov;           /* VK_CONST made from a node: its provenance, or NULL */

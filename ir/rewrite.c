@@ -144,6 +144,8 @@ Node *match_operand(const Module *m, const Node *n, uint32_t i, OpId op)
 const Tensor *const_tensor(const Module *m, ValueId v)
 {
 	const Value *x = v ? &m->vals.v[v] : NULL;
+	if (x && x->overridable)
+		return NULL;            /* its value is the user's, not this tensor */
 	if (x && x->kind == VK_CONST)
 		return x->init;
 	const Node *d = match_op(m, v, OP_ONNX_Constant);

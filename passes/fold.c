@@ -77,10 +77,11 @@ static int never_folds(const Node *n)
 	}
 }
 
+/* An overridable weight (-keep-initializers-as-inputs) is an input. */
 static int is_weight(const Fold *f, ValueId v)
 {
-	uint8_t k = val(f->m, v)->kind;
-	return k == VK_PARAM || k == VK_BUFFER;
+	const Value *x = val(f->m, v);
+	return (x->kind == VK_PARAM || x->kind == VK_BUFFER) && !x->overridable;
 }
 
 /* Attributes never read a value (the verifier holds that for ONNX ops);

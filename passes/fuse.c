@@ -300,6 +300,18 @@ static int is_inference_bn(const Node *bn)
 	return bn->nres == 1 && bn->nargs == 5 && (!t || ((t->val.kind == A_INT || t->val.kind == A_BOOL) && !t->val.u.i));
 }
 
+/* W, B or a statistic is an input the user may override
+ * (-keep-initializers-as-inputs): its bytes are not the ones to fold. */
+static int conv_bn_overridable(const Fuse *f, const Node *bn, const Node *conv)
+{
+	int o = 0;
+	for (uint32_t i = 1; i < 3; i++)
+		o |= operand(conv, i) && val(f->m, operand(conv, i))->overridable;
+	for (uint32_t i = 1; i < 5; i++)
+		o |= operand(bn, i) && val(f->m, operand(bn, i))->overridable;
+	return o;
+}
+
 /* bn becomes conv's op on conv's input, with the weight nw and bias nb. */
 static void become_conv(Fuse *f, Node *bn, const Node *conv, ValueId nw, ValueId nb)
 {
@@ -376,7 +388,8 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
 	int tr = !conv && (conv = match_operand(f->m, bn, 0, OP_ONNX_ConvTranspose)) != NULL;
 	int64_t group = conv ? fuse_attr_int(conv, "group", 1) : 0;
-	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
+	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1 ||
+	    conv_bn_overridable(f, bn, conv))
 		return;
 	if (conv_bn_streamed(f, g, bn, conv, tr, group))
 		return;

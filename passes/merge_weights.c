@@ -56,9 +56,10 @@ typedef struct Cand {
 enum { PROBE_WINDOW = 256 };
 typedef struct CKey { const Merge *s; const Cand *c; int level; } CKey;   /* 0 shape, 1 probe, 2 bytes */
 
+/* An overridable weight is an input of its own, whatever its bytes. */
 static int storage(const Value *v)
 {
-	return (v->kind == VK_PARAM || v->kind == VK_BUFFER) && v->type && v->type->kind == TY_TENSOR
+	return (v->kind == VK_PARAM || v->kind == VK_BUFFER) && !v->overridable && v->type && v->type->kind == TY_TENSOR
 		&& type_numel(v->type) >= 0;
 }
 

@@ -401,8 +401,23 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* With -keep-initializers-as-inputs the writer lists every initializer of
+ * the main graph as an input the user may override; those the program
+ * holds before the passes are marked so that no pass reads, merges or
+ * folds them as constants.  Initializers the passes make later (folded
+ * shape arithmetic) are derived from constants and stay ordinary. */
+static void mark_overridable(Module *m, const Opts *o)
+{
+	if (!o->w.keep_inits_as_inputs || !m->graphs.n)
+		return;
+	const Graph *g = m->graphs.v[0];
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		val(m, g->inits.v[i])->overridable = 1;
+}
+
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
+	mark_overridable(m, o);
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
