@@ -312,9 +312,22 @@ static int conv_bn_overridable(const Fuse *f, const Node *bn, const Node *conv)
 	return o;
 }
 
+/* W' and B' record the BatchNormalization they fold and the constants
+ * they are computed from (conv's W and B, bn's four), as fold's results
+ * do; read before become_conv rewrites bn's operands. */
+static void conv_bn_prov(Fuse *f, const Node *bn, const Node *conv, ValueId nw, ValueId nb)
+{
+	ValueId src[6] = { operand(conv, 1), operand(conv, 2), operand(bn, 1), operand(bn, 2),
+			   operand(bn, 3), operand(bn, 4) };
+	Prov *p = prov_folded(f->m, bn->prov, "onnx::BatchNormalization", src, 6);
+	val(f->m, nw)->prov = p;
+	val(f->m, nb)->prov = p;
+}
+
 /* bn becomes conv's op on conv's input, with the weight nw and bias nb. */
 static void become_conv(Fuse *f, Node *bn, const Node *conv, ValueId nw, ValueId nb)
 {
+	conv_bn_prov(f, bn, conv, nw, nb);
 	ValueId x = operand(conv, 0);
 	const Named *kw = conv->kw;
 	uint32_t nkw = conv->nkw;
