@@ -18,6 +18,8 @@ typedef struct PassOptions {
 	const char *weights_dir;    /* fold, fuse: where the module's weights file is; NULL: "." */
 	const char *outline_classes; /* outline: "A,B" limits it to those module classes; NULL: all */
 	int outline;                /* -outline was given: cse keeps module instances apart */
+	int aten_fallback;          /* decompose: an ATen op kept (allow_custom_ops) is written
+				     * as org.pytorch.aten::ATen(operator = ...) */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */

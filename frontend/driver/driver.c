@@ -27,6 +27,7 @@ typedef struct Opts {
 	const char **decomp_files;  /* -decomp=FILE, in order */
 	int ndecomp_files;
 	int allow_custom_ops;
+	int aten_fallback;          /* -aten-fallback: kept ATen ops as org.pytorch.aten::ATen */
 	long fold_limit;            /* -fold-limit=; 0: never grow the model */
 	char *owned_output, *owned_report;  /* default names, malloc'd */
 	int outline;                /* -outline: run outline after the -O pipeline */
@@ -95,6 +96,10 @@ static const char usage_text[] =
 	"                           decomps directory next to the onnxc binary)\n"
 	"  -allow-custom-ops        keep ATen ops without a decomposition as custom ops\n"
 	"                           (domain aten) instead of failing\n"
+	"  -aten-fallback           -allow-custom-ops, with ATen ops written as\n"
+	"                           org.pytorch.aten::ATen(inputs, operator = \"name\",\n"
+	"                           overload_name = \"overload\", ...): torch.onnx.export's\n"
+	"                           ONNX_ATEN_FALLBACK form\n"
 	"  -print-after-all         dump the IR after every pass (to standard error)\n"
 	"  -print-after=NAME        dump the IR after pass NAME\n"
 	"  -print-before=NAME       dump the IR before pass NAME\n"
@@ -202,7 +207,7 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 static const char *const option_names[] = {
 	"-o", "-emit=", "-opset=", "-opset-upgrade", "-keep-initializers-as-inputs", "-external-data=", "-external-data", "-external-threshold=", "-external-in-place",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
-	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
+	"-allow-custom-ops", "-aten-fallback", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
 	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
@@ -305,6 +310,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->decomp_files[o->ndecomp_files++] = v;
 		} else if (strcmp(a, "-allow-custom-ops") == 0) {
 			o->allow_custom_ops = 1;
+		} else if (strcmp(a, "-aten-fallback") == 0) {
+			o->allow_custom_ops = o->aten_fallback = 1;
 		} else if (strcmp(a, "-print-after-all") == 0) {
 			o->print_after_all = 1;
 		} else if (match(a, "-print-after", &v)) {
@@ -419,7 +426,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	mark_overridable(m, o);
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
-			   o->w.weights_dir, o->outline_classes, o->outline };
+			   o->w.weights_dir, o->outline_classes, o->outline, o->aten_fallback };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;
