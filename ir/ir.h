@@ -683,6 +683,10 @@ ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId lik
  * replaced; a copy, as Prov is shared. */
 enum { PROV_SOURCES_MAX = 32 };
 Prov *prov_folded(Module *m, const Prov *base, const char *op, const ValueId *src, uint32_t n);
+/* A hash of what a rewrite of n in place changes (op, arguments and
+ * attributes arrays, the values it reads): differs after a rewrite fired
+ * on n.  O(n's arguments). */
+uint64_t node_fingerprint(const Node *n);
 /* v has exactly one use (counts from module_use_counts). */
 static inline int one_use(const uint32_t *uses, ValueId v) { return uses[v] == 1; }
 

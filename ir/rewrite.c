@@ -284,3 +284,13 @@ Prov *prov_folded(Module *m, const Prov *base, const char *op, const ValueId *sr
 	free(l.s);
 	return p;
 }
+
+uint64_t node_fingerprint(const Node *n)
+{
+	uint64_t h = hash_u64((uint64_t)n->op << 32 | n->name);
+	h = hash_u64(h ^ ((uint64_t)n->domain << 32 | (uint64_t)n->nargs << 16 | n->nkw));
+	h = hash_u64(h ^ (uint64_t)(uintptr_t)n->args ^ (uint64_t)(uintptr_t)n->kw << 1);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		h = hash_u64(h ^ ((uint64_t)n->args[i].kind << 32 | (n->args[i].kind == A_VALUE ? n->args[i].u.v : 0)));
+	return h;
+}

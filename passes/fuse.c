@@ -106,6 +106,7 @@ void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 
 void fuse_set_generic(Fuse *f, Node *n, Sym domain, Sym name, uint32_t nargs, uint32_t nkw)
 {
+	f->edits++;
 	n->op = OP_GENERIC;
 	n->domain = domain;
 	n->name = name;
@@ -573,7 +574,18 @@ static void fuse_flat_bmm(Fuse *f, Node *r2)
 	f->uses[rb->res[0]]--;
 	mm->args[0] = fuse_value_arg(a);
 	mm->args[1] = fuse_value_arg(b);
+	f->edits++;                 /* mm rewritten in place: r2 itself is not */
 }
+
+/* Runs one rule on n (in graph g) and counts it for -stats when it fired:
+ * n changed, or the rule rewrote a node (f->edits). */
+#define RULE(name, call) do { \
+		uint64_t fp_ = node_fingerprint(n); \
+		uint32_t ed_ = f->edits; \
+		call; \
+		if (f->edits != ed_ || node_fingerprint(n) != fp_) \
+			rewrite_count("fuse", name); \
+	} while (0)
 
 static Status fuse_graph(const GraphVisit *v, void *ctx)
 {
@@ -583,35 +595,36 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			continue;
 		OpId op = n->op;
 		if (op == OP_ONNX_Add && n->nargs == 2)
-			fuse_gemm(f, n);
+			RULE("gemm", fuse_gemm(f, n));
 		else if (op == OP_ONNX_ReduceMean && n->nargs >= 1)
-			fuse_global_pool(f, n);
+			RULE("global_average_pool", fuse_global_pool(f, n));
 		else if (op == OP_ONNX_BatchNormalization)
-			fuse_conv_bn(f, v->g, n);
+			RULE("conv_batchnorm", fuse_conv_bn(f, v->g, n));
 		else if (op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_flat_linear(f, n);
+			RULE("linear_3d", fuse_flat_linear(f, n));
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_flat_bmm(f, n);
+			RULE("batched_matmul", fuse_flat_bmm(f, n));
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_lead_one_add(f, v->g, n);
+			RULE("lead_one_add", fuse_lead_one_add(f, v->g, n));
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_flatten(f, n);
+			RULE("flatten", fuse_flatten(f, n));
 		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
-			fuse_norm(f, v->g, n);
+			RULE("normalization", fuse_norm(f, v->g, n));
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
-			fuse_gelu(f, n);
+			RULE("gelu", fuse_gelu(f, n));
 		if (op == OP_ONNX_MatMul && n->nargs == 2)
-			fuse_attention(f, v->g, n);
+			RULE("attention", fuse_attention(f, v->g, n));
 		if (op == OP_ONNX_Transpose && n->nargs == 1)
-			fuse_unit_transpose(f, v->g, n);
+			RULE("transpose_layout", fuse_unit_transpose(f, v->g, n));
 	}
 	return OK;
 }
+#undef RULE
 
 Status pass_fuse(Module *m, const PassOptions *opt)
 {
 	Fuse f = { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
-		   { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset };
+		   { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset, 0 };
 	module_walk(m, WALK_PROGRAM, fuse_graph, &f);
 	rt_weights_close(&f.weights);
 	free(f.uses);

@@ -48,6 +48,16 @@ typedef struct Pipeline { const Pass **v; uint32_t n, cap, loop_first, loop_end;
 Status pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen);
 void pipeline_free(Pipeline *p);
 
+/* Per-rewrite statistics (-stats, the report): how often each named
+ * rewrite of a pass fired.  rewrite_count adds one to pass.rule (both
+ * static strings); the counters keep the order in which rules first
+ * fired, `run` since the last rewrite_stats_new_run, `total` since the
+ * start.  A few dozen rules exist, so lookup is a scan. */
+typedef struct RewriteStat { const char *pass, *rule; uint64_t run, total; } RewriteStat;
+void rewrite_count(const char *pass, const char *rule);
+const RewriteStat *rewrite_stats(uint32_t *n);
+void rewrite_stats_new_run(void);
+
 /* The passes themselves: one file each. */
 #define PASS(name, fn, summary) Status fn(Module *m, const PassOptions *opt);
 #include "passes.def"

@@ -108,7 +108,8 @@ static const char usage_text[] =
 	"  -time-passes             report how long each pass took and its node count\n"
 	"                           before and after, then the totals\n"
 	"  -stats                   report each pass's node count before and after\n"
-	"                           (every graph, subgraph and function body)\n"
+	"                           (every graph, subgraph and function body), and\n"
+	"                           how often each fuse and simplify rewrite fired\n"
 	"  -bisect-accuracy[=REF]   run the program with the reference kernels after\n"
 	"                           every pass (on REF.safetensors' input.<name>, or\n"
 	"                           seeded random inputs) and name the first pass and\n"
@@ -422,6 +423,22 @@ static void mark_overridable(Module *m, const Opts *o)
 		val(m, g->inits.v[i])->overridable = 1;
 }
 
+/* Under a pass's -stats line, each of its rewrites that fired in that
+ * run and how often: `onnxc: stats   fuse.gemm              2 matches`. */
+static void print_rewrite_stats(void)
+{
+	uint32_t n;
+	const RewriteStat *st = rewrite_stats(&n);
+	char name[96];
+	for (uint32_t i = 0; i < n; i++) {
+		if (!st[i].run)
+			continue;
+		snprintf(name, sizeof name, "%s.%s", st[i].pass, st[i].rule);
+		fprintf(stderr, "onnxc: stats   %-28s %7llu match%s\n", name, (unsigned long long)st[i].run,
+			st[i].run == 1 ? "" : "es");
+	}
+}
+
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
 	mark_overridable(m, o);
@@ -440,6 +457,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		uint32_t before = o->stats || o->time_passes ? module_node_count(m) : 0;
+		rewrite_stats_new_run();
 		double t0 = now();
 		Status st = p->run(m, &po);
 		double ms = (now() - t0) * 1e3;
@@ -452,6 +470,8 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 			else
 				fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
 					(long long)after - (long long)before);
+			if (o->stats)
+				print_rewrite_stats();
 			total_ms += ms;
 			last = after;
 			if (ran == 0)
