@@ -683,6 +683,9 @@ ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId lik
  * replaced; a copy, as Prov is shared. */
 enum { PROV_SOURCES_MAX = 32 };
 Prov *prov_folded(Module *m, const Prov *base, const char *op, const ValueId *src, uint32_t n);
+/* base plus `pkg.onnxc.merged_from` naming src[0..n) (merge_weights: the
+ * equal weights that read the kept one now), as prov_folded lists them. */
+Prov *prov_merged(Module *m, const Prov *base, const ValueId *src, uint32_t n);
 /* A hash of what a rewrite of n in place changes (op, arguments and
  * attributes arrays, the values it reads): differs after a rewrite fired
  * on n.  O(n's arguments). */

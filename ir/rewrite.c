@@ -285,6 +285,28 @@ Prov *prov_folded(Module *m, const Prov *base, const char *op, const ValueId *sr
 	return p;
 }
 
+Prov *prov_merged(Module *m, const Prov *base, const ValueId *src, uint32_t n)
+{
+	Arena *a = &m->arena;
+	NameList l = { 0 };
+	for (uint32_t i = 0; i < n; i++)
+		list_add(&l, sym_str(m->vals.v[src[i]].name), sym_len(m->vals.v[src[i]].name));
+	Prov *p = ARENA_NEW(a, Prov);
+	if (base)
+		*p = *base;
+	p->meta = ARENA_ARRAY(a, MetaProp, p->nmeta + 1);
+	p->nmeta = 0;
+	for (uint32_t i = 0; base && i < base->nmeta; i++)
+		if (!is_key(&base->meta[i], S_merged_from))
+			p->meta[p->nmeta++] = base->meta[i];
+	if (l.len) {
+		p->meta[p->nmeta].key = (Str){ sym_str(S_merged_from), (uint32_t)sym_len(S_merged_from) };
+		p->meta[p->nmeta++].val = str_copy(a, (Str){ l.s, (uint32_t)l.len });
+	}
+	free(l.s);
+	return p;
+}
+
 uint64_t node_fingerprint(const Node *n)
 {
 	uint64_t h = hash_u64((uint64_t)n->op << 32 | n->name);
