@@ -149,7 +149,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
            output_names=None, opset=20, optimize="O2", outline=False, report=None,
            external_data=None, dynamic_axes=None, training="eval", capture=None,
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
-           decompositions=None, verify=False, operator_export_type=None):
+           decompositions=None, verify=False, operator_export_type=None,
+           keep_initializers_as_inputs=False):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -179,6 +180,9 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       model's inputs in state_dict order, not initializers
       custom_opsets   {"domain": version}: the opset version imported for
                       a custom domain (default 1); see allow_custom_ops
+      keep_initializers_as_inputs  True: every initializer is also a graph
+                      input, a default the user may override; no pass then
+                      merges or folds one (-keep-initializers-as-inputs)
       operator_export_type  torch.onnx.OperatorExportTypes (or its name):
                       ONNX (the default) fails on an op with no
                       decomposition; ONNX_ATEN_FALLBACK keeps such an ATen
@@ -234,7 +238,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline)
                 + _external_flag(external_data)
                 + (["-aten-fallback"] if aten_fallback else
-                   ["-allow-custom-ops"] if allow_custom_ops else []))
+                   ["-allow-custom-ops"] if allow_custom_ops else [])
+                + (["-keep-initializers-as-inputs"] if keep_initializers_as_inputs else []))
     opset_lines = _custom_opset_lines(custom_opsets)
     report_path = None
     if report and (isinstance(report, str) or f is not None):

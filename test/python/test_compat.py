@@ -317,6 +317,25 @@ class CompatTest(TempDirTest):
             onnxc.export(CumProd(), (torch.randn(3, 3),), self.path("bad.onnx"),
                          operator_export_type="ONNX_SOMETHING")
 
+    def test_keep_initializers_as_inputs(self):
+        """keep_initializers_as_inputs=True: every initializer is a graph
+        input too, and two equal weights stay two inputs (not merged), so
+        each may be given another value."""
+        class Twice(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Parameter(torch.ones(3))
+                self.b = torch.nn.Parameter(torch.ones(3))
+
+            def forward(self, x):
+                return x * self.a + self.b
+        f = self.path("keep.onnx")
+        self.export_quiet(Twice(), (torch.randn(2, 3),), f, keep_initializers_as_inputs=True)
+        g = onnx.load(f).graph
+        inits = [t.name for t in g.initializer]
+        self.assertEqual(len(inits), 2, inits)
+        self.assertEqual([i.name for i in g.input][1:], inits)
+
     # ---- dims named automatically ----
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
