@@ -8,12 +8,15 @@
  * every output; it is written even when the conversion fails, which is
  * when it matters most. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "backend.h"
+#include "passes.h"
 
 typedef struct OpCount { Sym op; uint32_t before, after; } OpCount;
 typedef struct WeightRow { uint8_t kind, dtype; uint32_t count; uint64_t bytes; } WeightRow;
@@ -34,6 +37,8 @@ struct Report {
 	char *listing;              /* the ONNX listing, when the conversion finished */
 	char *dot;                  /* the program at the end, for Graphviz */
 	char *dot_file, *svg_file;  /* written beside the report (svg: when dot ran) */
+	char *histogram;            /* `3 x Add -SIG- 1t[1x30x16],1t[16]` lines, at the end */
+	char *init_shapes;          /* `name: f32[2,3]` lines: the main graph's initializers */
 	uint32_t nodes_before, nodes_after;
 };
 
@@ -68,6 +73,8 @@ void report_free(Report *r)
 	free(r->leftover);
 	free(r->listing);
 	free(r->dot);
+	free(r->histogram);
+	free(r->init_shapes);
 	free(r->dot_file);
 	free(r->svg_file);
 	free(r);
@@ -190,6 +197,114 @@ void report_input(Report *r, Module *m)
 
 /* ---- the result: counts after, ops left in ATen --------------------------------- */
 
+/* A signature being written: snprintf into a fixed buffer, cut short
+ * (never overrun) past its size. */
+typedef struct SigBuf { char s[1024]; size_t n; } SigBuf;
+
+static void put(SigBuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		b->n = b->n + (size_t)k < sizeof b->s ? b->n + (size_t)k : sizeof b->s - 1;
+}
+
+/* One input's type in a signature: ONNX's dtype number, `t`, the dims
+ * joined by `x` (a symbol by name, `?` unknown); `-` an omitted input,
+ * `?` one that is no tensor or has no type. */
+static void sig_input(SigBuf *b, const Module *m, const Arg *a)
+{
+	const Type *t = a->kind == A_VALUE ? m->vals.v[a->u.v].type : NULL;
+	if (a->kind == A_NONE || !t || t->kind != TY_TENSOR || t->rank < 0) {
+		put(b, a->kind == A_NONE ? "-" : "?");
+		return;
+	}
+	put(b, "%dt[", dtype_onnx((DType)t->dtype));
+	for (int32_t i = 0; i < t->rank; i++) {
+		const char *x = i ? "x" : "";
+		if (t->dims[i].sym)
+			put(b, "%s%s", x, sym_str(t->dims[i].sym));
+		else if (t->dims[i].v >= 0)
+			put(b, "%s%lld", x, (long long)t->dims[i].v);
+		else
+			put(b, "%s?", x);
+	}
+	put(b, "]");
+}
+
+typedef struct SigCount { Sym key; uint32_t n; } SigCount;
+typedef struct Histogram { const Module *m; VEC(SigCount) v; uint32_t *index; uint32_t nindex; } Histogram;
+
+/* Nodes counted by op and the types of what they read: one interned key
+ * a node, so the count is linear in the nodes. */
+static Status histogram_graph(const GraphVisit *v, void *ctx)
+{
+	Histogram *h = ctx;
+	SigBuf b;
+	for (const Node *n = v->g->first; n; n = n->next) {
+		b.n = 0;
+		b.s[0] = 0;
+		if (n->domain == S_onnx)
+			put(&b, "%s -SIG- ", sym_str(n->name));
+		else
+			put(&b, "%s::%s -SIG- ", sym_str(n->domain), sym_str(n->name));
+		for (uint32_t i = 0; i < n->nargs; i++) {
+			if (i)
+				put(&b, ",");
+			sig_input(&b, h->m, &n->args[i]);
+		}
+		Sym key = sym_intern(b.s, b.n);
+		h->index = xgrow_index(h->index, &h->nindex, key, sizeof *h->index);
+		if (!h->index[key]) {
+			XVEC_PUSH(h->v, ((SigCount){ key, 0 }));
+			h->index[key] = h->v.n;
+		}
+		h->v.v[h->index[key] - 1].n++;
+	}
+	return OK;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const SigCount *x = a, *y = b;
+	return x->n != y->n ? (x->n < y->n ? 1 : -1) : strcmp(sym_str(x->key), sym_str(y->key));
+}
+
+static char *histogram_text(Module *m)
+{
+	Histogram h = { .m = m };
+	module_walk(m, WALK_PROGRAM, histogram_graph, &h);
+	if (h.v.n)
+		qsort(h.v.v, h.v.n, sizeof *h.v.v, by_count);
+	char *s = NULL;
+	size_t n = 0;
+	FILE *f = xmemstream(&s, &n);
+	for (uint32_t i = 0; i < h.v.n; i++)
+		fprintf(f, "%u x %s\n", h.v.v[i].n, sym_str(h.v.v[i].key));
+	fclose(f);
+	free(h.v.v);
+	free(h.index);
+	return s;
+}
+
+static char *init_shapes_text(Module *m)
+{
+	char *s = NULL;
+	size_t n = 0;
+	FILE *f = xmemstream(&s, &n);
+	const Graph *g = m->graphs.v[0];
+	for (uint32_t i = 0; i < g->inits.n; i++) {
+		const Value *v = val(m, g->inits.v[i]);
+		fprintf(f, "%s: ", sym_str(v->name));
+		type_text(f, v->type);
+		fputc('\n', f);
+	}
+	fclose(f);
+	return s;
+}
+
 static void scopes_text(FILE *f, const Prov *p)
 {
 	if (!p || !p->nscope) {
@@ -233,6 +348,8 @@ void report_result(Report *r, Module *m, int finished, const OnnxWriteOptions *w
 		FILE *f = xmemstream(&r->dot, &n);
 		dot_write(m, f);
 		fclose(f);
+		r->histogram = histogram_text(m);
+		r->init_shapes = init_shapes_text(m);
 	}
 	if (finished && m->graphs.n) {
 		FILE *f = xmemstream(&r->listing, &n);
@@ -372,6 +489,35 @@ static void write_op_counts(Report *r, FILE *f)
 	fputc('\n', f);
 }
 
+/* What the passes did, beyond node counts: each rewrite that fired and
+ * how often, the nodes by op and input signature, the initializers. */
+static void write_rewrites(const Report *r, FILE *f)
+{
+	uint32_t n;
+	const RewriteStat *st = rewrite_stats(&n);
+	fputs("### Rewrites\n\n", f);
+	if (!n)
+		fputs("None fired.\n\n", f);
+	else
+		fputs("| rewrite | matches |\n|---|---:|\n", f);
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "| `%s.%s` | %llu |\n", st[i].pass, st[i].rule, (unsigned long long)st[i].total);
+	if (n)
+		fputc('\n', f);
+	if (r->histogram) {
+		fputs("### Nodes by op and input signature\n\nAt the end: count, op, and the types of its inputs "
+		      "(ONNX dtype number, `t`, dims).\n\n", f);
+		folded(f, "Nodes by signature", "", r->histogram, strlen(r->histogram));
+	}
+	if (r->init_shapes) {
+		fputs("### Initializer shapes\n\nThe main graph's initializers at the end.\n\n", f);
+		if (*r->init_shapes)
+			folded(f, "Initializers", "", r->init_shapes, strlen(r->init_shapes));
+		else
+			fputs("None.\n\n", f);
+	}
+}
+
 static void write_analysis(Report *r, FILE *f)
 {
 	fputs("## Analysis\n\n", f);
@@ -382,6 +528,7 @@ static void write_analysis(Report *r, FILE *f)
 	else
 		fputs("The input was not read.\n\n", f);
 	write_op_counts(r, f);
+	write_rewrites(r, f);
 	fputs("### Ops without a decomposition\n\n", f);
 	if (r->state[STAGE_DECOMPOSE] == STAGE_NOT_RUN)
 		fputs("The decompose pass did not run.\n\n", f);

@@ -410,9 +410,15 @@ typedef struct Value {
 	Node *def;                  /* VK_NODE */
 	uint32_t res;               /* result index in def */
 	uint8_t kind;               /* ValueKind */
+	uint8_t overridable;        /* a param, buffer or const that is also a graph
+				     * input (-keep-initializers-as-inputs): the user
+				     * may give it another value, so no pass may read,
+				     * merge or fold it as a constant */
 	Sym key;                    /* VK_PARAM/VK_BUFFER: tensor name in the weights file */
 	Tensor *init;               /* VK_CONST */
-	const Prov *prov;           /* VK_CONST made from a node: its provenance, or NULL */
+	const Prov *prov;           /* param, buffer, const: what the text's trailers or the
+				     * pass that made it recorded (a const made from a node
+				     * has the node's), or NULL */
 	Loc loc;
 } Value;
 
@@ -668,6 +674,23 @@ int match_const(const Module *m, ValueId v, double x);
 /* A new `const` i64[n] of g holding v, named `<like>_<suffix>`, at like's
  * location: the shape and axes operands rewrites build. */
 ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix);
+/* base's provenance (may be NULL) plus what a constant a pass computed
+ * was made from: `pkg.onnxc.folded_op` naming op (unless NULL) and
+ * `pkg.onnxc.folded_from` naming the constants among src[0..n)
+ * (params, buffers, consts, onnx::Constant results), comma-separated,
+ * each once, at most PROV_SOURCES_MAX (then `...`).  A source folded
+ * itself contributes what it was folded from, so the list names the
+ * program's own initializers.  base's entries of those keys are
+ * replaced; a copy, as Prov is shared. */
+enum { PROV_SOURCES_MAX = 32 };
+Prov *prov_folded(Module *m, const Prov *base, const char *op, const ValueId *src, uint32_t n);
+/* base plus `pkg.onnxc.merged_from` naming src[0..n) (merge_weights: the
+ * equal weights that read the kept one now), as prov_folded lists them. */
+Prov *prov_merged(Module *m, const Prov *base, const ValueId *src, uint32_t n);
+/* A hash of what a rewrite of n in place changes (op, arguments and
+ * attributes arrays, the values it reads): differs after a rewrite fired
+ * on n.  O(n's arguments). */
+uint64_t node_fingerprint(const Node *n);
 /* v has exactly one use (counts from module_use_counts). */
 static inline int one_use(const uint32_t *uses, ValueId v) { return uses[v] == 1; }
 

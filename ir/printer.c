@@ -511,6 +511,8 @@ static void print_init(Printer *p, ValueId id)
 		print_tensor_data(p->f, v->init);
 	else
 		print_str(p->f, sym_str(v->key), sym_len(v->key));
+	if (v->prov)
+		print_prov(p->f, v->prov);
 	fputc('\n', p->f);
 }
 

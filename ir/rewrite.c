@@ -144,6 +144,8 @@ Node *match_operand(const Module *m, const Node *n, uint32_t i, OpId op)
 const Tensor *const_tensor(const Module *m, ValueId v)
 {
 	const Value *x = v ? &m->vals.v[v] : NULL;
+	if (x && x->overridable)
+		return NULL;            /* its value is the user's, not this tensor */
 	if (x && x->kind == VK_CONST)
 		return x->init;
 	const Node *d = match_op(m, v, OP_ONNX_Constant);
@@ -183,4 +185,134 @@ int match_const(const Module *m, ValueId v, double x)
 		if (tensor_get_f(dt, t->data, (size_t)i) != x)
 			return 0;
 	return 1;
+}
+
+/* ---- provenance of computed constants ------------------------------------ */
+typedef struct NameList { char *s; size_t len, cap; uint32_t n; int full; } NameList;
+
+static int is_key(const MetaProp *mp, Sym key)
+{
+	return mp->key.n == sym_len(key) && !memcmp(mp->key.s, sym_str(key), mp->key.n);
+}
+
+/* The provenance a constant source carries: an initializer's own, an
+ * onnx::Constant's node's; NULL with *ok 0 when v is no constant. */
+static const Prov *source_prov(const Module *m, ValueId v, int *ok)
+{
+	const Value *x = &m->vals.v[v];
+	*ok = x->kind == VK_PARAM || x->kind == VK_BUFFER || x->kind == VK_CONST;
+	if (*ok)
+		return x->prov;
+	const Node *d = match_op(m, v, OP_ONNX_Constant);
+	*ok = d != NULL;
+	return d ? d->prov : NULL;
+}
+
+/* Appends one name unless the list has it: a scan of a list of at most
+ * PROV_SOURCES_MAX names, so constant time a name. */
+static void list_add(NameList *l, const char *s, size_t k)
+{
+	if (!k || l->full)
+		return;
+	for (size_t i = 0; i < l->len;) {
+		const char *c = memchr(l->s + i, ',', l->len - i);
+		size_t e = c ? (size_t)(c - l->s) : l->len;
+		if (e - i == k && !memcmp(l->s + i, s, k))
+			return;
+		i = e + 1;
+	}
+	if (l->n == PROV_SOURCES_MAX) {
+		s = "...", k = 3;
+		l->full = 1;
+	}
+	if (l->len + k + 2 > l->cap) {
+		l->cap = (l->len + k + 2) * 2;
+		l->s = xrealloc(l->s, l->cap);
+	}
+	if (l->len)
+		l->s[l->len++] = ',';
+	memcpy(l->s + l->len, s, k);
+	l->len += k;
+	l->n++;
+}
+
+/* Adds v's name, or the names v was itself folded from. */
+static void add_source(const Module *m, NameList *l, ValueId v)
+{
+	int ok;
+	const Prov *p = source_prov(m, v, &ok);
+	if (!ok)
+		return;
+	for (uint32_t i = 0; p && i < p->nmeta; i++)
+		if (is_key(&p->meta[i], S_folded_from)) {
+			const char *s = p->meta[i].val.s, *end = s + p->meta[i].val.n;
+			while (s < end) {
+				const char *c = memchr(s, ',', (size_t)(end - s));
+				const char *e = c ? c : end;
+				list_add(l, s, (size_t)(e - s));
+				s = e + 1;
+			}
+			return;
+		}
+	Sym name = m->vals.v[v].name;
+	list_add(l, sym_str(name), sym_len(name));
+}
+
+Prov *prov_folded(Module *m, const Prov *base, const char *op, const ValueId *src, uint32_t n)
+{
+	Arena *a = &m->arena;
+	NameList l = { 0 };
+	for (uint32_t i = 0; i < n; i++)
+		if (src[i])
+			add_source(m, &l, src[i]);
+	Prov *p = ARENA_NEW(a, Prov);
+	if (base)
+		*p = *base;
+	p->meta = ARENA_ARRAY(a, MetaProp, p->nmeta + 2);
+	p->nmeta = 0;
+	for (uint32_t i = 0; base && i < base->nmeta; i++)
+		if (!is_key(&base->meta[i], S_folded_from) && !is_key(&base->meta[i], S_folded_op))
+			p->meta[p->nmeta++] = base->meta[i];
+	if (op) {
+		p->meta[p->nmeta].key = (Str){ sym_str(S_folded_op), (uint32_t)sym_len(S_folded_op) };
+		p->meta[p->nmeta++].val = str_copy(a, (Str){ op, (uint32_t)strlen(op) });
+	}
+	if (l.len) {
+		p->meta[p->nmeta].key = (Str){ sym_str(S_folded_from), (uint32_t)sym_len(S_folded_from) };
+		p->meta[p->nmeta++].val = str_copy(a, (Str){ l.s, (uint32_t)l.len });
+	}
+	free(l.s);
+	return p;
+}
+
+Prov *prov_merged(Module *m, const Prov *base, const ValueId *src, uint32_t n)
+{
+	Arena *a = &m->arena;
+	NameList l = { 0 };
+	for (uint32_t i = 0; i < n; i++)
+		list_add(&l, sym_str(m->vals.v[src[i]].name), sym_len(m->vals.v[src[i]].name));
+	Prov *p = ARENA_NEW(a, Prov);
+	if (base)
+		*p = *base;
+	p->meta = ARENA_ARRAY(a, MetaProp, p->nmeta + 1);
+	p->nmeta = 0;
+	for (uint32_t i = 0; base && i < base->nmeta; i++)
+		if (!is_key(&base->meta[i], S_merged_from))
+			p->meta[p->nmeta++] = base->meta[i];
+	if (l.len) {
+		p->meta[p->nmeta].key = (Str){ sym_str(S_merged_from), (uint32_t)sym_len(S_merged_from) };
+		p->meta[p->nmeta++].val = str_copy(a, (Str){ l.s, (uint32_t)l.len });
+	}
+	free(l.s);
+	return p;
+}
+
+uint64_t node_fingerprint(const Node *n)
+{
+	uint64_t h = hash_u64((uint64_t)n->op << 32 | n->name);
+	h = hash_u64(h ^ ((uint64_t)n->domain << 32 | (uint64_t)n->nargs << 16 | n->nkw));
+	h = hash_u64(h ^ (uint64_t)(uintptr_t)n->args ^ (uint64_t)(uintptr_t)n->kw << 1);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		h = hash_u64(h ^ ((uint64_t)n->args[i].kind << 32 | (n->args[i].kind == A_VALUE ? n->args[i].u.v : 0)));
+	return h;
 }

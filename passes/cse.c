@@ -114,8 +114,8 @@ static void merge_consts(Cse *c, Graph *g)
 	for (uint32_t i = 0; i < g->inits.n; i++) {
 		ValueId id = g->inits.v[i];
 		Value *v = val(c->m, id);
-		if (v->kind != VK_CONST || !v->init || c->is_out[id])
-			continue;
+		if (v->kind != VK_CONST || !v->init || v->overridable || c->is_out[id])
+			continue;   /* an overridable const is an input of its own */
 		Arg a = { .kind = A_TENSOR, .u.t = v->init };
 		Value *first = (Value *)hashmap_intern(&seen, arg_hash(&a), same_const, v, (uintptr_t)v);
 		if (first != v)

@@ -1297,15 +1297,39 @@ static void to_custom(Module *m, Node *n)
 	n->op = OP_GENERIC;
 }
 
+/* -aten-fallback: a kept ATen call (already in to_custom's form) becomes
+ * torch.onnx.export's ONNX_ATEN_FALLBACK node, org.pytorch.aten::ATen
+ * with the op's name and overload (empty for the default one) as the
+ * attributes `operator` and `overload_name`, before its own. */
+static void to_aten_node(Module *m, Node *n)
+{
+	const char *s = sym_str(n->name), *dot = strchr(s, '.');
+	size_t len = dot ? (size_t)(dot - s) : strlen(s);
+	Named *kw = ARENA_ARRAY(&m->arena, Named, n->nkw + 2);
+	kw[0] = (Named){ sym_cstr("operator"), { .kind = A_STR, .u.s = str_copy(&m->arena, (Str){ s, (uint32_t)len }) } };
+	Str ov = dot ? (Str){ dot + 1, (uint32_t)strlen(dot + 1) } : (Str){ "", 0 };
+	kw[1] = (Named){ sym_cstr("overload_name"), { .kind = A_STR, .u.s = str_copy(&m->arena, ov) } };
+	if (n->nkw)
+		memcpy(kw + 2, n->kw, n->nkw * sizeof *kw);
+	n->kw = kw;
+	n->nkw += 2;
+	n->domain = sym_cstr("org.pytorch.aten");
+	n->name = sym_cstr("ATen");
+}
+
 static Status keep_custom(const GraphVisit *v, void *ctx)
 {
-	Module *m = ctx;
+	const Decompose *x = ctx;
 	char buf[256];
 	for (Node *n = v->g->first; n; n = n->next) {
 		if (!node_is_torch(n))
 			continue;
-		diag_warning(n->loc, "no decomposition for %s; kept as a custom op", opname(n, buf, sizeof buf));
-		to_custom(m, n);
+		int aten = x->opt->aten_fallback && n->domain == S_aten;
+		diag_warning(n->loc, "no decomposition for %s; kept as %s", opname(n, buf, sizeof buf),
+			     aten ? "org.pytorch.aten::ATen" : "a custom op");
+		to_custom(x->m, n);
+		if (aten)
+			to_aten_node(x->m, n);
 	}
 	return OK;
 }
@@ -1348,7 +1372,7 @@ Status pass_decompose(Module *m, const PassOptions *opt)
 	if (st == OK)
 		module_walk(m, WALK_PROGRAM, fix_outputs, &x);
 	if (st == OK && opt->allow_custom_ops)
-		module_walk(m, WALK_PROGRAM, keep_custom, m);
+		module_walk(m, WALK_PROGRAM, keep_custom, &x);
 	if (st == OK && !opt->allow_custom_ops && decompose_report_unsupported(m))
 		st = FAILED;
 	if (st == OK)

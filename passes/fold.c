@@ -6,7 +6,9 @@
  * random ops, no side effects, no subgraphs.  The node becomes an
  * onnx::Constant holding its result, in place: the result keeps its value,
  * name, type and provenance, and the provenance gains a
- * `pkg.onnxc.folded_from` entry naming the op.  Nodes that fed only the
+ * `pkg.onnxc.folded_op` entry naming the op and a `pkg.onnxc.folded_from`
+ * entry naming the constants (the program's initializers, through earlier
+ * folds) it was computed from.  Nodes that fed only the
  * folded ones are left for dce.
  *
  * The size budget: a result larger than -fold-limit=BYTES is left alone;
@@ -77,10 +79,11 @@ static int never_folds(const Node *n)
 	}
 }
 
+/* An overridable weight (-keep-initializers-as-inputs) is an input. */
 static int is_weight(const Fold *f, ValueId v)
 {
-	uint8_t k = val(f->m, v)->kind;
-	return k == VK_PARAM || k == VK_BUFFER;
+	const Value *x = val(f->m, v);
+	return (x->kind == VK_PARAM || x->kind == VK_BUFFER) && !x->overridable;
 }
 
 /* Attributes never read a value (the verifier holds that for ONNX ops);
@@ -141,23 +144,20 @@ static Tensor *to_ir(Fold *f, const RTensor *r)
 	return t;
 }
 
-/* The node's provenance plus `pkg.onnxc.folded_from: onnx::OP`.  Prov is
- * shared by pointer, so this is a copy. */
+/* The node's provenance plus what its result was folded from: the op
+ * (`pkg.onnxc.folded_op`) and the constants it read
+ * (`pkg.onnxc.folded_from`, prov_folded), which are fixed before the node
+ * becomes a constant.  CastLike's second operand gives only its dtype. */
 static Prov *folded_prov(Fold *f, const Node *n)
 {
-	Arena *a = &f->m->arena;
-	Prov *p = ARENA_NEW(a, Prov);
-	if (n->prov)
-		*p = *n->prov;
-	p->meta = ARENA_ARRAY(a, MetaProp, p->nmeta + 1);
-	if (p->nmeta)
-		memcpy(p->meta, n->prov->meta, p->nmeta * sizeof *p->meta);
-	char buf[300];
-	snprintf(buf, sizeof buf, "%s::%s", sym_str(n->domain), sym_str(n->name));
-	p->meta[p->nmeta].key = (Str){ sym_str(S_folded_from), (uint32_t)sym_len(S_folded_from) };
-	p->meta[p->nmeta].val = str_copy(a, (Str){ buf, (uint32_t)strlen(buf) });
-	p->nmeta++;
-	return p;
+	ValueId src[MAX_IN];
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n->nargs && k < MAX_IN; i++)
+		if (n->args[i].kind == A_VALUE && like_dtype(f, n, i) == DT_UNDEF)
+			src[k++] = n->args[i].u.v;
+	char op[300];
+	snprintf(op, sizeof op, "%s::%s", sym_str(n->domain), sym_str(n->name));
+	return prov_folded(f->m, n->prov, op, src, k);
 }
 
 /* n (or a new Constant after it) defines result i as the tensor r. */
@@ -251,8 +251,10 @@ static void name_after_weight(Fold *f, const Node *n, ValueId r, const uint8_t *
  * ValueId and type. */
 static void define_init(Fold *f, Node *n, uint32_t i, Tensor *t)
 {
+	ValueId r = n->res[i];
 	value_to_const(f->m, n->graph, n, i, t);
-	name_after_weight(f, n, n->res[i], f->is_out);
+	val(f->m, r)->prov = folded_prov(f, n);   /* n still reads its operands */
+	name_after_weight(f, n, r, f->is_out);
 }
 
 /* A result folded from weights of at least SPILL_MIN bytes goes to a

@@ -107,6 +107,7 @@ void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 
 void fuse_set_generic(Fuse *f, Node *n, Sym domain, Sym name, uint32_t nargs, uint32_t nkw)
 {
+	f->edits++;
 	n->op = OP_GENERIC;
 	n->domain = domain;
 	n->name = name;
@@ -301,9 +302,34 @@ static int is_inference_bn(const Node *bn)
 	return bn->nres == 1 && bn->nargs == 5 && (!t || ((t->val.kind == A_INT || t->val.kind == A_BOOL) && !t->val.u.i));
 }
 
+/* W, B or a statistic is an input the user may override
+ * (-keep-initializers-as-inputs): its bytes are not the ones to fold. */
+static int conv_bn_overridable(const Fuse *f, const Node *bn, const Node *conv)
+{
+	int o = 0;
+	for (uint32_t i = 1; i < 3; i++)
+		o |= operand(conv, i) && val(f->m, operand(conv, i))->overridable;
+	for (uint32_t i = 1; i < 5; i++)
+		o |= operand(bn, i) && val(f->m, operand(bn, i))->overridable;
+	return o;
+}
+
+/* W' and B' record the BatchNormalization they fold and the constants
+ * they are computed from (conv's W and B, bn's four), as fold's results
+ * do; read before become_conv rewrites bn's operands. */
+static void conv_bn_prov(Fuse *f, const Node *bn, const Node *conv, ValueId nw, ValueId nb)
+{
+	ValueId src[6] = { operand(conv, 1), operand(conv, 2), operand(bn, 1), operand(bn, 2),
+			   operand(bn, 3), operand(bn, 4) };
+	Prov *p = prov_folded(f->m, bn->prov, "onnx::BatchNormalization", src, 6);
+	val(f->m, nw)->prov = p;
+	val(f->m, nb)->prov = p;
+}
+
 /* bn becomes conv's op on conv's input, with the weight nw and bias nb. */
 static void become_conv(Fuse *f, Node *bn, const Node *conv, ValueId nw, ValueId nb)
 {
+	conv_bn_prov(f, bn, conv, nw, nb);
 	ValueId x = operand(conv, 0);
 	const Named *kw = conv->kw;
 	uint32_t nkw = conv->nkw;
@@ -377,7 +403,8 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 	Node *conv = match_operand(f->m, bn, 0, OP_ONNX_Conv);
 	int tr = !conv && (conv = match_operand(f->m, bn, 0, OP_ONNX_ConvTranspose)) != NULL;
 	int64_t group = conv ? fuse_attr_int(conv, "group", 1) : 0;
-	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1)
+	if (!conv || !is_inference_bn(bn) || !fuse_one_use(f, conv->res[0]) || conv->nargs < 2 || group < 1 ||
+	    conv_bn_overridable(f, bn, conv))
 		return;
 	if (conv_bn_streamed(f, g, bn, conv, tr, group))
 		return;
@@ -548,7 +575,18 @@ static void fuse_flat_bmm(Fuse *f, Node *r2)
 	f->uses[rb->res[0]]--;
 	mm->args[0] = fuse_value_arg(a);
 	mm->args[1] = fuse_value_arg(b);
+	f->edits++;                 /* mm rewritten in place: r2 itself is not */
 }
+
+/* Runs one rule on n (in graph g) and counts it for -stats when it fired:
+ * n changed, or the rule rewrote a node (f->edits). */
+#define RULE(name, call) do { \
+		uint64_t fp_ = node_fingerprint(n); \
+		uint32_t ed_ = f->edits; \
+		call; \
+		if (f->edits != ed_ || node_fingerprint(n) != fp_) \
+			rewrite_count("fuse", name); \
+	} while (0)
 
 static Status fuse_graph(const GraphVisit *v, void *ctx)
 {
@@ -562,35 +600,36 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			continue;
 		OpId op = n->op;
 		if (op == OP_ONNX_Add && n->nargs == 2)
-			fuse_gemm(f, n);
+			RULE("gemm", fuse_gemm(f, n));
 		else if (op == OP_ONNX_ReduceMean && n->nargs >= 1)
-			fuse_global_pool(f, n);
+			RULE("global_average_pool", fuse_global_pool(f, n));
 		else if (op == OP_ONNX_BatchNormalization)
-			fuse_conv_bn(f, v->g, n);
+			RULE("conv_batchnorm", fuse_conv_bn(f, v->g, n));
 		else if (op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_flat_linear(f, n);
+			RULE("linear_3d", fuse_flat_linear(f, n));
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_flat_bmm(f, n);
+			RULE("batched_matmul", fuse_flat_bmm(f, n));
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_lead_one_add(f, v->g, n);
+			RULE("lead_one_add", fuse_lead_one_add(f, v->g, n));
 		if (n->op == op && op == OP_ONNX_Reshape && n->nargs == 2)
-			fuse_flatten(f, n);
+			RULE("flatten", fuse_flatten(f, n));
 		if (n->op == op && (op == OP_ONNX_Add || op == OP_ONNX_Mul || op == OP_ONNX_Div) && n->nargs == 2)
-			fuse_norm(f, v->g, n);
+			RULE("normalization", fuse_norm(f, v->g, n));
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
-			fuse_gelu(f, n);
+			RULE("gelu", fuse_gelu(f, n));
 		if (op == OP_ONNX_MatMul && n->nargs == 2)
-			fuse_attention(f, v->g, n);
+			RULE("attention", fuse_attention(f, v->g, n));
 		if (op == OP_ONNX_Transpose && n->nargs == 1)
-			fuse_unit_transpose(f, v->g, n);
+			RULE("transpose_layout", fuse_unit_transpose(f, v->g, n));
 	}
 	return OK;
 }
+#undef RULE
 
 Status pass_fuse(Module *m, const PassOptions *opt)
 {
 	Fuse f = { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
-		   { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset };
+		   { m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset, 0 };
 	module_walk(m, WALK_PROGRAM, fuse_graph, &f);
 	rt_weights_close(&f.weights);
 	free(f.uses);

@@ -13,6 +13,8 @@ typedef struct Fuse {
 	uint32_t nuses;             /* values counted: those made later have none */
 	RtWeights weights;          /* params and buffers, for the BatchNormalization fusions */
 	int opset;                  /* the target default-domain opset */
+	uint32_t edits;             /* nodes rewritten (fuse_set_generic and in-place
+				     * rewrites): with n's fingerprint, says a rule fired */
 } Fuse;
 
 /* v's type when it is a tensor with every dim known, else NULL. */

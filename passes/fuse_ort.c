@@ -329,7 +329,7 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 
 Status pass_fuse_ort(Module *m, const PassOptions *opt)
 {
-	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n, { m, ".", NULL }, opt->opset },
+	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n, { m, ".", NULL }, opt->opset, 0 },
 		      sym_cstr("com.microsoft"), xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t)) };
 	module_walk(m, WALK_PROGRAM, fuse_ort_graph, &o);
 	free(o.pos);

@@ -56,9 +56,10 @@ typedef struct Cand {
 enum { PROBE_WINDOW = 256 };
 typedef struct CKey { const Merge *s; const Cand *c; int level; } CKey;   /* 0 shape, 1 probe, 2 bytes */
 
+/* An overridable weight is an input of its own, whatever its bytes. */
 static int storage(const Value *v)
 {
-	return (v->kind == VK_PARAM || v->kind == VK_BUFFER) && v->type && v->type->kind == TY_TENSOR
+	return (v->kind == VK_PARAM || v->kind == VK_BUFFER) && !v->overridable && v->type && v->type->kind == TY_TENSOR
 		&& type_numel(v->type) >= 0;
 }
 
@@ -187,6 +188,31 @@ static Status find_aten(const GraphVisit *v, void *ctx)
 	return OK;
 }
 
+/* The kept weight of each group names the ones merged into it
+ * (`pkg.onnxc.merged_from`): into[i] is the index of the candidate c[i]
+ * merged into, or UINT32_MAX.  Chained through link, so linear. */
+static void note_merged(Merge *s, const Cand *c, const uint32_t *into, uint32_t nc)
+{
+	uint32_t *head = xcalloc(nc + 1, sizeof *head), *link = xcalloc(nc + 1, sizeof *link);
+	for (uint32_t i = nc; i-- > 0;)
+		if (into[i] != UINT32_MAX) {
+			link[i] = head[into[i]];
+			head[into[i]] = i + 1;
+		}
+	ValueId src[PROV_SOURCES_MAX + 1];
+	for (uint32_t f = 0; f < nc; f++) {
+		uint32_t n = 0;
+		for (uint32_t i = head[f]; i && n <= PROV_SOURCES_MAX; i = link[i - 1])
+			src[n++] = c[i - 1].id;
+		if (n) {
+			Value *v = val(s->m, c[f].id);
+			v->prov = prov_merged(s->m, v->prov, src, n);
+		}
+	}
+	free(head);
+	free(link);
+}
+
 static Status merge_graph(Merge *s, Graph *g)
 {
 	int aten = 0;
@@ -202,6 +228,7 @@ static Status merge_graph(Merge *s, Graph *g)
 	HashMap shapes = { 0 }, probes = { 0 }, tensors = { 0 };
 	uint32_t *count = xcalloc(g->inits.n + 1, sizeof *count);
 	uint32_t *pcount = xcalloc(g->inits.n + 1, sizeof *pcount);
+	uint32_t *into = xmalloc((g->inits.n + 1) * sizeof *into);
 	for (uint32_t i = 0; i < g->inits.n; i++) {
 		const Value *v = val(s->m, g->inits.v[i]);
 		if (!storage(v) || s->skip[g->inits.v[i]])
@@ -223,6 +250,8 @@ static Status merge_graph(Merge *s, Graph *g)
 		c[i].pgroup = (uint32_t)(first - c);
 		pcount[c[i].pgroup]++;
 	}
+	for (uint32_t i = 0; i < nc; i++)
+		into[i] = UINT32_MAX;
 	for (uint32_t i = 0; i < nc && st == OK; i++) {
 		if (c[i].pgroup == UINT32_MAX || pcount[c[i].pgroup] < 2)
 			continue;
@@ -231,9 +260,13 @@ static Status merge_graph(Merge *s, Graph *g)
 		Cand *first = (Cand *)hashmap_intern(&tensors, c[i].hash, cand_is, &k, (uintptr_t)&c[i]);
 		if (first != &c[i]) {
 			rw_set(&s->rw, c[i].id, first->id);
+			into[i] = (uint32_t)(first - c);
 			s->merged++;
 		}
 	}
+	if (st == OK)
+		note_merged(s, c, into, nc);
+	free(into);
 	hashmap_free(&shapes);
 	hashmap_free(&probes);
 	hashmap_free(&tensors);

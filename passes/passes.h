@@ -23,6 +23,8 @@ typedef struct PassOptions {
 	int quantize_block;         /* quantize: values along K a scale covers (0: 32) */
 	int quantize_zero_points;   /* quantize: unsigned codes and a zero point a block */
 	int quantize_accuracy;      /* quantize: MatMulNBits' accuracy_level + 1; 0: not written */
+	int aten_fallback;          /* decompose: an ATen op kept (allow_custom_ops) is written
+				     * as org.pytorch.aten::ATen(operator = ...) */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */
@@ -50,6 +52,16 @@ typedef struct Pipeline { const Pass **v; uint32_t n, cap, loop_first, loop_end;
  * FAILED (reporting nothing) and sets *bad to it (and *badlen). */
 Status pipeline_parse(const char *s, Pipeline *out, const char **bad, size_t *badlen);
 void pipeline_free(Pipeline *p);
+
+/* Per-rewrite statistics (-stats, the report): how often each named
+ * rewrite of a pass fired.  rewrite_count adds one to pass.rule (both
+ * static strings); the counters keep the order in which rules first
+ * fired, `run` since the last rewrite_stats_new_run, `total` since the
+ * start.  A few dozen rules exist, so lookup is a scan. */
+typedef struct RewriteStat { const char *pass, *rule; uint64_t run, total; } RewriteStat;
+void rewrite_count(const char *pass, const char *rule);
+const RewriteStat *rewrite_stats(uint32_t *n);
+void rewrite_stats_new_run(void);
 
 /* The passes themselves: one file each. */
 #define PASS(name, fn, summary) Status fn(Module *m, const PassOptions *opt);

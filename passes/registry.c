@@ -76,3 +76,34 @@ void pipeline_free(Pipeline *p)
 	free(p->v);
 	memset(p, 0, sizeof *p);
 }
+
+/* ---- per-rewrite statistics -------------------------------------------------- */
+enum { REWRITE_STATS_MAX = 128 };   /* more than the rules of every pass */
+static RewriteStat rewrite_table[REWRITE_STATS_MAX];
+static uint32_t nrewrite;
+
+void rewrite_count(const char *pass, const char *rule)
+{
+	uint32_t i = 0;
+	while (i < nrewrite && (strcmp(rewrite_table[i].rule, rule) || strcmp(rewrite_table[i].pass, pass)))
+		i++;
+	if (i == nrewrite) {
+		if (nrewrite == REWRITE_STATS_MAX)
+			return;
+		rewrite_table[nrewrite++] = (RewriteStat){ pass, rule, 0, 0 };
+	}
+	rewrite_table[i].run++;
+	rewrite_table[i].total++;
+}
+
+const RewriteStat *rewrite_stats(uint32_t *n)
+{
+	*n = nrewrite;
+	return rewrite_table;
+}
+
+void rewrite_stats_new_run(void)
+{
+	for (uint32_t i = 0; i < nrewrite; i++)
+		rewrite_table[i].run = 0;
+}

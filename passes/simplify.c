@@ -78,6 +78,8 @@ typedef struct Simplify {
 	ValueId *keep;              /* outputs that read the same data as another value, */
 	uint32_t nkeep, capkeep;    /* in pairs (output, that value): see hand_outputs */
 	int64_t opset;              /* the module's default-domain opset */
+	uint32_t edits;             /* replacements and nodes rewritten: with a
+				     * node's fingerprint, says a rule fired (-stats) */
 } Simplify;
 
 /* ---- facts about values ---------------------------------------------- */
@@ -147,6 +149,7 @@ static void replace(Simplify *s, ValueId r, ValueId x)
 {
 	if (!r || !x)
 		return;
+	s->edits++;
 	if (!s->is_out[r]) {
 		rw_set(&s->rw, r, x);
 		return;
@@ -375,6 +378,7 @@ static void simplify_dropout(Simplify *s, Node *n)
  * results, name and provenance stay. */
 static void set_op(Simplify *s, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 {
+	s->edits++;
 	n->op = op;
 	n->domain = op_domain(op);
 	n->name = op_name_of(op);
@@ -659,12 +663,37 @@ static void simplify_node(Simplify *s, Node *n)
 	}
 }
 
+/* The -stats name of the rules simplify_node applies to n's op. */
+static const char *rule_name(const Node *n)
+{
+	switch (n->domain == S_onnx ? n->op : OP_GENERIC) {
+	case OP_ONNX_Identity: return "identity";
+	case OP_ONNX_Cast: case OP_ONNX_CastLike: return "cast_to_same_dtype";
+	case OP_ONNX_Reshape: case OP_ONNX_Squeeze: case OP_ONNX_Unsqueeze: case OP_ONNX_Flatten: return "reshape_chain";
+	case OP_ONNX_Slice: return "slice";
+	case OP_ONNX_Expand: return "expand_to_same_shape";
+	case OP_ONNX_Concat: return "concat";
+	case OP_ONNX_Max: case OP_ONNX_Min: case OP_ONNX_Sum: case OP_ONNX_Mean: return "one_operand";
+	case OP_ONNX_Transpose: return "transpose";
+	case OP_ONNX_Add: case OP_ONNX_Sub: case OP_ONNX_Mul: case OP_ONNX_Div: return "identity_operand";
+	case OP_ONNX_SequenceAt: return "sequence_at";
+	case OP_ONNX_ConcatFromSequence: return "concat_from_sequence";
+	case OP_ONNX_Dropout: return "dropout";
+	default: return NULL;
+	}
+}
+
 static Status simplify_graph(const GraphVisit *v, void *ctx)
 {
 	Simplify *s = ctx;
 	for (Node *n = v->g->first; n; n = n->next) {
 		rw_apply(&s->rw, n);
+		const char *rule = rule_name(n);
+		uint64_t fp = rule ? node_fingerprint(n) : 0;
+		uint32_t ed = s->edits;
 		simplify_node(s, n);
+		if (rule && (s->edits != ed || node_fingerprint(n) != fp))
+			rewrite_count("simplify", rule);
 	}
 	return OK;
 }
@@ -707,7 +736,7 @@ static void hand_outputs(Simplify *s)
 Status pass_simplify(Module *m, const PassOptions *opt)
 {
 	Simplify s = { m, opt->outline, { 0 }, xcalloc(m->vals.n, sizeof(ValueId)), module_output_marks(m),
-		       NULL, 0, 0, opsets_onnx(&m->opsets, 18) };
+		       NULL, 0, 0, opsets_onnx(&m->opsets, 18), 0 };
 	module_walk(m, WALK_PROGRAM, simplify_graph, &s);
 	hand_outputs(&s);
 	free(s.keep);

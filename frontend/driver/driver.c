@@ -27,6 +27,7 @@ typedef struct Opts {
 	const char **decomp_files;  /* -decomp=FILE, in order */
 	int ndecomp_files;
 	int allow_custom_ops;
+	int aten_fallback;          /* -aten-fallback: kept ATen ops as org.pytorch.aten::ATen */
 	long fold_limit;            /* -fold-limit=; 0: never grow the model */
 	char *owned_output, *owned_report;  /* default names, malloc'd */
 	int outline;                /* -outline: run outline after the -O pipeline */
@@ -111,6 +112,10 @@ static const char usage_text[] =
 	"                           decomps directory next to the onnxc binary)\n"
 	"  -allow-custom-ops        keep ATen ops without a decomposition as custom ops\n"
 	"                           (domain aten) instead of failing\n"
+	"  -aten-fallback           -allow-custom-ops, with ATen ops written as\n"
+	"                           org.pytorch.aten::ATen(inputs, operator = \"name\",\n"
+	"                           overload_name = \"overload\", ...): torch.onnx.export's\n"
+	"                           ONNX_ATEN_FALLBACK form\n"
 	"  -print-after-all         dump the IR after every pass (to standard error)\n"
 	"  -print-after=NAME        dump the IR after pass NAME\n"
 	"  -print-before=NAME       dump the IR before pass NAME\n"
@@ -119,7 +124,8 @@ static const char usage_text[] =
 	"  -time-passes             report how long each pass took and its node count\n"
 	"                           before and after, then the totals\n"
 	"  -stats                   report each pass's node count before and after\n"
-	"                           (every graph, subgraph and function body)\n"
+	"                           (every graph, subgraph and function body), and\n"
+	"                           how often each fuse and simplify rewrite fired\n"
 	"  -bisect-accuracy[=REF]   run the program with the reference kernels after\n"
 	"                           every pass (on REF.safetensors' input.<name>, or\n"
 	"                           seeded random inputs) and name the first pass and\n"
@@ -218,7 +224,7 @@ static void parse_numeric(const char *arg, const char *v, long lo, long hi, long
 static const char *const option_names[] = {
 	"-o", "-emit=", "-opset=", "-opset-upgrade", "-keep-initializers-as-inputs", "-external-data=", "-external-data", "-external-threshold=", "-external-in-place",
 	"-O0", "-O1", "-O2", "-passes=", "-list-passes", "-decomp=", "-decomp-path=",
-	"-allow-custom-ops", "-print-after-all", "-print-after=", "-print-before=",
+	"-allow-custom-ops", "-aten-fallback", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
 	"-quantize=", "-quantize-block=", "-quantize-zero-points", "-quantize-accuracy-level=",
@@ -322,6 +328,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->decomp_files[o->ndecomp_files++] = v;
 		} else if (strcmp(a, "-allow-custom-ops") == 0) {
 			o->allow_custom_ops = 1;
+		} else if (strcmp(a, "-aten-fallback") == 0) {
+			o->allow_custom_ops = o->aten_fallback = 1;
 		} else if (strcmp(a, "-print-after-all") == 0) {
 			o->print_after_all = 1;
 		} else if (match(a, "-print-after", &v)) {
@@ -444,11 +452,43 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* With -keep-initializers-as-inputs the writer lists every initializer of
+ * the main graph as an input the user may override; those the program
+ * holds before the passes are marked so that no pass reads, merges or
+ * folds them as constants.  Initializers the passes make later (folded
+ * shape arithmetic) are derived from constants and stay ordinary. */
+static void mark_overridable(Module *m, const Opts *o)
+{
+	if (!o->w.keep_inits_as_inputs || !m->graphs.n)
+		return;
+	const Graph *g = m->graphs.v[0];
+	for (uint32_t i = 0; i < g->inits.n; i++)
+		val(m, g->inits.v[i])->overridable = 1;
+}
+
+/* Under a pass's -stats line, each of its rewrites that fired in that
+ * run and how often: `onnxc: stats   fuse.gemm              2 matches`. */
+static void print_rewrite_stats(void)
+{
+	uint32_t n;
+	const RewriteStat *st = rewrite_stats(&n);
+	char name[96];
+	for (uint32_t i = 0; i < n; i++) {
+		if (!st[i].run)
+			continue;
+		snprintf(name, sizeof name, "%s.%s", st[i].pass, st[i].rule);
+		fprintf(stderr, "onnxc: stats   %-28s %7llu match%s\n", name, (unsigned long long)st[i].run,
+			st[i].run == 1 ? "" : "es");
+	}
+}
+
 static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 {
+	mark_overridable(m, o);
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline, o->target_ort, o->quantize_bits,
-			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy };
+			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy,
+			   o->aten_fallback };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;
@@ -462,6 +502,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 		if (o->print_before && strcmp(o->print_before, p->name) == 0)
 			dump(m, "Before", p->name);
 		uint32_t before = o->stats || o->time_passes ? module_node_count(m) : 0;
+		rewrite_stats_new_run();
 		double t0 = now();
 		Status st = p->run(m, &po);
 		double ms = (now() - t0) * 1e3;
@@ -474,6 +515,8 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 			else
 				fprintf(stderr, "onnxc: stats %-14s %7u -> %7u nodes (%+lld)\n", p->name, before, after,
 					(long long)after - (long long)before);
+			if (o->stats)
+				print_rewrite_stats();
 			total_ms += ms;
 			last = after;
 			if (ran == 0)

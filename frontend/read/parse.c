@@ -386,7 +386,10 @@ void b_stmt_after_return(Parser *p, YYLTYPE l)
 	p->returned = 2;        /* reported once; the graph does have a return */
 }
 
-void b_init(Parser *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
+static Prov *make_prov(Parser *p, Trailers *tr);
+static void init_trailers(Parser *p, ValueId v, Trailers *tr, YYLTYPE l);
+
+void b_init(Parser *p, int kind, Sym name, Type *t, Str key, Trailers *tr, YYLTYPE l)
 {
 	if (!in_body_check(p, l))
 		return;
@@ -397,16 +400,18 @@ void b_init(Parser *p, int kind, Sym name, Type *t, Str key, YYLTYPE l)
 		diag_error(b_loc(p, l), "a %s must have a tensor type", kind == VK_PARAM ? "param" : "buffer");
 	ValueId v = define(p, name, t, (ValueKind)kind, b_loc(p, l));
 	val(p->m, v)->key = sym_intern(key.s, key.n);
+	init_trailers(p, v, tr, l);
 	VEC_PUSH(p->a, p->g->inits, v);
 }
 
-void b_const(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld)
+void b_const(Parser *p, Sym name, Type *t, Arg *data, Trailers *tr, YYLTYPE l, YYLTYPE ld)
 {
 	if (!in_body_check(p, l))
 		return;
 	Arg a = b_tensor(p, t, data, l, ld);
 	ValueId v = define(p, name, t, VK_CONST, b_loc(p, l));
 	val(p->m, v)->init = a.kind == A_TENSOR ? a.u.t : NULL;
+	init_trailers(p, v, tr, l);
 	VEC_PUSH(p->a, p->g->inits, v);
 }
 
@@ -455,6 +460,16 @@ static Prov *make_prov(Parser *p, Trailers *tr)
 	if (!p->last_prov || memcmp(p->last_prov, &key, sizeof key) != 0)
 		p->last_prov = arena_dup(p->a, &key, sizeof key);
 	return p->last_prov;
+}
+
+/* An initializer's provenance (scope, loc, trace, meta: what a pass that
+ * made it recorded, pkg.onnxc.folded_from among them) is its
+ * metadata_props; name() and doc() belong to nodes only. */
+static void init_trailers(Parser *p, ValueId v, Trailers *tr, YYLTYPE l)
+{
+	if (tr->node_name || tr->doc.n)
+		diag_error(b_loc(p, l), "an initializer takes no %s()", tr->node_name ? "name" : "doc");
+	val(p->m, v)->prov = make_prov(p, tr);
 }
 
 void b_trailer_loc(Parser *p, Trailers *t, Str file, int64_t line, int64_t col)

@@ -92,8 +92,8 @@ void b_input_default(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE
 void b_outsig(Parser *p, TypeVec *t);
 void b_graph_meta(Parser *p, MetaVec *kv);
 void b_graph_doc(Parser *p, Str s);
-void b_init(Parser *p, int kind, Sym name, Type *t, Str key, YYLTYPE l);
-void b_const(Parser *p, Sym name, Type *t, Arg *data, YYLTYPE l, YYLTYPE ld);
+void b_init(Parser *p, int kind, Sym name, Type *t, Str key, Trailers *tr, YYLTYPE l);
+void b_const(Parser *p, Sym name, Type *t, Arg *data, Trailers *tr, YYLTYPE l, YYLTYPE ld);
 void b_node(Parser *p, SymVec *res, Call *c, TypeVec *types, Trailers *tr, YYLTYPE l, YYLTYPE lr);
 void b_return(Parser *p, SymVec *vals, YYLTYPE l);
 void b_stmt_after_return(Parser *p, YYLTYPE l);
@@ -307,9 +307,9 @@ body
 	;
 
 stmt
-	: "param" VALNAME ':' type '=' STRING    { b_init(p, VK_PARAM, $2, $4, $6, @2); }
-	| "buffer" VALNAME ':' type '=' STRING   { b_init(p, VK_BUFFER, $2, $4, $6, @2); }
-	| "const" VALNAME ':' type '=' tdata     { b_const(p, $2, $4, &$6, @2, @6); }
+	: "param" VALNAME ':' type '=' STRING trailers   { b_init(p, VK_PARAM, $2, $4, $6, $7, @2); }
+	| "buffer" VALNAME ':' type '=' STRING trailers  { b_init(p, VK_BUFFER, $2, $4, $6, $7, @2); }
+	| "const" VALNAME ':' type '=' tdata trailers    { b_const(p, $2, $4, &$6, $7, @2, @6); }
 	| "opset" IDENT INT                      { b_opset(p, $2, $3, @$); }
 	| results '=' call trailers              { b_node(p, $1, $3, NULL, $4, @3, @1); }
 	| results '=' call ':' otypes trailers   { b_node(p, $1, $3, $5, $6, @3, @1); }

@@ -172,7 +172,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
            external_data=None, dynamic_axes=None, training="eval", capture=None,
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
            decompositions=None, verify=False, target=None, quantize=None,
-           quantize_block=None, quantize_zero_points=False, quantize_accuracy_level=None):
+           quantize_block=None, quantize_zero_points=False, quantize_accuracy_level=None,
+           operator_export_type=None, keep_initializers_as_inputs=False):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
     to a temporary file the returned object owns (save() it to keep it).
@@ -202,6 +203,15 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       model's inputs in state_dict order, not initializers
       custom_opsets   {"domain": version}: the opset version imported for
                       a custom domain (default 1); see allow_custom_ops
+      keep_initializers_as_inputs  True: every initializer is also a graph
+                      input, a default the user may override; no pass then
+                      merges or folds one (-keep-initializers-as-inputs)
+      operator_export_type  torch.onnx.OperatorExportTypes (or its name):
+                      ONNX (the default) fails on an op with no
+                      decomposition; ONNX_ATEN_FALLBACK keeps such an ATen
+                      op as org.pytorch.aten::ATen with the attributes
+                      operator and overload_name (-aten-fallback);
+                      ONNX_FALLTHROUGH is allow_custom_ops=True
     onnxc's own:
       optimize        "O0", "O1" or "O2" (default)
       outline         True: nn.Modules become ONNX local functions; a list of
@@ -262,9 +272,13 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
         except ImportError as e:
             raise ConversionError("verify=True runs the file in ONNX Runtime: it needs the "
                                   "onnxruntime package (%s)" % e) from None
+    custom, aten_fallback = _operator_export_type(operator_export_type)
+    allow_custom_ops = allow_custom_ops or custom
     cmd_tail = ([_opt_flag(optimize), "-opset=%d" % int(opset)] + _outline_flag(outline) + qflags
                 + _external_flag(external_data)
-                + (["-allow-custom-ops"] if allow_custom_ops else []))
+                + (["-aten-fallback"] if aten_fallback else
+                   ["-allow-custom-ops"] if allow_custom_ops else [])
+                + (["-keep-initializers-as-inputs"] if keep_initializers_as_inputs else []))
     opset_lines = _custom_opset_lines(custom_opsets)
     report_path = None
     if report and (isinstance(report, str) or f is not None):
@@ -324,7 +338,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
             if ok and allow_custom_ops:
                 # aten:: ops kept as custom ops that PyTorch may decompose
                 missing = sorted(set(re.findall(
-                    r"warning: no decomposition for (aten::[\w.]+); kept as a custom op",
+                    r"warning: no decomposition for (aten::[\w.]+); kept as "
+                    r"(?:a custom op|org\.pytorch\.aten::ATen)",
                     p.stderr)) - set(decompose))
             if (ok and not allow_custom_ops) or not missing or len(decompose) > 200:
                 break
@@ -480,6 +495,19 @@ def _bridge_message(bridge, e):
     from .bridge.meta import _user_frame
     where = _user_frame(e)
     return "%s: %s%s" % (type(e).__name__, str(e).strip(), "\n  at %s" % where if where else "")
+
+
+def _operator_export_type(t):
+    """(keep ops without a decomposition, as ATen nodes) for
+    torch.onnx.export's operator_export_type, an OperatorExportTypes
+    member or its name."""
+    name = getattr(t, "name", t)
+    kinds = {None: (False, False), "ONNX": (False, False),
+             "ONNX_FALLTHROUGH": (True, False), "ONNX_ATEN_FALLBACK": (True, True)}
+    if not isinstance(name, (str, type(None))) or name not in kinds:
+        raise ConversionError("operator_export_type must be ONNX, ONNX_ATEN_FALLBACK or "
+                              "ONNX_FALLTHROUGH, not %r" % (t,))
+    return kinds[name]
 
 
 def _custom_opset_lines(custom_opsets):

@@ -67,6 +67,9 @@ def main(argv=None):
                         "in state_dict order), not initializers")
     p.add_argument("--allow-custom-ops", action="store_true",
                    help="keep calls with no decomposition as nodes of their namespace's domain")
+    p.add_argument("--operator-export-type", choices=["ONNX", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH"],
+                   help="ONNX_ATEN_FALLBACK: keep ATen calls with no decomposition as "
+                        "org.pytorch.aten::ATen nodes (operator, overload_name)")
     p.add_argument("--custom-opset", action="append", metavar="DOMAIN:VERSION",
                    help="the opset version imported for a custom domain (default 1; repeatable)")
     shown = p.add_mutually_exclusive_group()
@@ -110,7 +113,8 @@ def main(argv=None):
                report=a.report or None, external_data=a.external_data or None,
                training=a.training, capture=a.capture, progress=a.progress,
                export_params=a.export_params, allow_custom_ops=a.allow_custom_ops,
-               custom_opsets=opsets or None, **_quant_args(a))
+               custom_opsets=opsets or None, operator_export_type=a.operator_export_type,
+               **_quant_args(a))
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1

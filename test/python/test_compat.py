@@ -290,6 +290,52 @@ class CompatTest(TempDirTest):
                          {"arg1": 0})
         self.assertEqual({o.domain: o.version for o in m.opset_import}.get("aten"), 1)
 
+    def test_aten_fallback(self):
+        """operator_export_type=ONNX_ATEN_FALLBACK (the enum or its name)
+        keeps an ATen op with no decomposition as torch.onnx.export does:
+        org.pytorch.aten::ATen with operator, overload_name and the literal
+        argument; an unknown type is a ConversionError."""
+        class CumProd(torch.nn.Module):
+            def forward(self, x):
+                return torch.cumprod(x * 2, 0)
+        kinds = ["ONNX_ATEN_FALLBACK"]
+        if hasattr(torch.onnx, "OperatorExportTypes"):
+            kinds.append(torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)
+        for kind in kinds:
+            f = self.path("cumprod_aten.onnx")
+            _, err = self.export_quiet(CumProd(), (torch.randn(3, 3),), f, operator_export_type=kind)
+            self.assertIn("kept as org.pytorch.aten::ATen", err)
+            m = onnx.load(f)
+            node = next(n for n in m.graph.node if n.domain == "org.pytorch.aten")
+            self.assertEqual(node.op_type, "ATen")
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            self.assertEqual(attrs["operator"], b"cumprod")
+            self.assertIn("overload_name", attrs)
+            self.assertEqual(attrs.get("arg1"), 0)
+            self.assertEqual({o.domain: o.version for o in m.opset_import}.get("org.pytorch.aten"), 1)
+        with self.assertRaises(onnxc.ConversionError):
+            onnxc.export(CumProd(), (torch.randn(3, 3),), self.path("bad.onnx"),
+                         operator_export_type="ONNX_SOMETHING")
+
+    def test_keep_initializers_as_inputs(self):
+        """keep_initializers_as_inputs=True: every initializer is a graph
+        input too, and two equal weights stay two inputs (not merged), so
+        each may be given another value."""
+        class Twice(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Parameter(torch.ones(3))
+                self.b = torch.nn.Parameter(torch.ones(3))
+
+            def forward(self, x):
+                return x * self.a + self.b
+        f = self.path("keep.onnx")
+        self.export_quiet(Twice(), (torch.randn(2, 3),), f, keep_initializers_as_inputs=True)
+        g = onnx.load(f).graph
+        inits = [t.name for t in g.initializer]
+        self.assertEqual(len(inits), 2, inits)
+        self.assertEqual([i.name for i in g.input][1:], inits)
+
     # ---- dims named automatically ----
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
