@@ -1038,6 +1038,17 @@ static Status lower_newer(Decompose *x, Graph *g, Node *n)
 	return FAILED;
 }
 
+/* Before any call is lowered, while their producers are still PyTorch
+ * calls: attention over copied key/value heads reads the heads
+ * themselves (attn_groups.c). */
+static Status ungroup_graph(const GraphVisit *v, void *ctx)
+{
+	Decompose *x = ctx;
+	for (Node *n = v->g->first; n; n = n->next)
+		attn_ungroup_kv(x->m, n);
+	return OK;
+}
+
 static Status lower_graph(const GraphVisit *v, void *ctx)
 {
 	Decompose *x = ctx;
@@ -1367,6 +1378,8 @@ Status pass_decompose(Module *m, const PassOptions *opt)
 		return FAILED;
 	x.own = decomp_table_new();
 	Status st = decomp_table_add(x.own, m);
+	if (st == OK)
+		st = module_walk(m, WALK_PROGRAM, ungroup_graph, &x);
 	if (st == OK)
 		st = module_walk(m, WALK_PROGRAM, lower_graph, &x);
 	if (st == OK)

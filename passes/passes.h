@@ -154,6 +154,12 @@ void complex_collect(const Module *m, ComplexVals *out, const Node *call);
 void complex_make_real(Module *m, const ComplexVals *vs);
 uint32_t complex_report_unlowered(Module *m);
 
+/* attn_groups.c: a scaled_dot_product_attention whose key and value are
+ * G copies of each key/value head (unsqueeze, expand, reshape: the form
+ * of transformers' repeat_kv) takes the heads themselves and
+ * enable_gqa = true, the same computation without the copies. */
+void attn_ungroup_kv(Module *m, Node *call);
+
 /* decomp_guard.c: d's where clause on the arguments a call binds (vals, by
  * parameter index; definitions are written there).  1 when every
  * condition holds and every definition is known; lists it computes go in
