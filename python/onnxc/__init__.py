@@ -16,8 +16,9 @@ message carries onnxc's diagnostics (`file:line:col: error: ...`, with the
 source line); the .fxir they point into is kept and its path given.
 
 The onnxc binary is found, in order: the ONNXC environment variable, the
-repository's build/onnxc next to this package (a checkout), the one pip
-installed with this package (the scripts directory of this Python), then PATH.
+repository's build/onnxc next to this package (a checkout), the one a wheel
+keeps inside this package (onnxc/bin/onnxc), the one an editable pip install
+put in the scripts directory of this Python, then PATH.
 """
 
 import os
@@ -83,7 +84,8 @@ class VerificationError(ConversionError):
 
 def find_onnxc():
     """The path of the onnxc binary: $ONNXC, the repository's build/onnxc,
-    the one installed with this package, or onnxc on PATH.  Raises
+    the wheel's own (onnxc/bin/onnxc in this package), the one an editable
+    install put in the scripts directory, or onnxc on PATH.  Raises
     ConversionError when there is none."""
     env = os.environ.get("ONNXC")
     if env:
@@ -95,6 +97,11 @@ def find_onnxc():
     built = os.path.join(_REPO, "build", "onnxc")
     if os.access(built, os.X_OK):
         return built
+    # A wheel's binary, inside the package (its RPATH names the shared
+    # libraries the wheel bundles; the scripts directory holds a launcher).
+    bundled = os.path.join(_HERE, "bin", "onnxc")
+    if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+        return bundled
     # pip put the binary in the scripts directory of the environment this
     # package is installed in, which need not be on PATH (a venv not activated).
     for scheme_dir in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
