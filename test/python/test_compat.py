@@ -137,6 +137,47 @@ class CompatTest(TempDirTest):
         got = run_onnx(f, {"a": a.numpy(), "b": b.numpy()})[0]
         self.assertLess(float(np.abs(got - relu_times(a, b).numpy()).max()), 1e-6)
 
+    @unittest.skipUnless(TORCH2, "the TorchScript-to-ExportedProgram converter is torch 2.x's")
+    def test_script_module_with_int_argument(self):
+        """A scripted forward with an int parameter: a passed int (by
+        position or keyword) is a constant of the trace, an omitted one
+        takes its default; the graph's inputs are the tensor parameters,
+        named as the forward names them."""
+        class Repeats(torch.nn.Module):
+            def forward(self, x, n: int = 3):
+                return x.repeat(n, 1) * n + 1
+
+        class Reshapes(torch.nn.Module):
+            def forward(self, x, n: int, y):
+                return x.reshape(n, -1) + y.sum()
+
+        model, x, y = Repeats(), torch.randn(2, 3), torch.randn(4)
+        sm = torch.jit.script(model)
+        for args, kwargs, n in (((x,), None, 3), ((x, 5), None, 5), ((x,), {"n": 4}, 4)):
+            f = self.path("int%d.onnx" % n)
+            self.export_quiet(sm, args, f, kwargs=kwargs)
+            self.assertEqual([i.name for i in onnx.load(f).graph.input], ["x"], (args, kwargs))
+            x2 = torch.randn(2, 3)
+            got = run_onnx(f, {"x": x2.numpy()})[0]
+            self.assertEqual(tuple(got.shape), (2 * n, 3))
+            self.assertLess(float(np.abs(got - model(x2, n).numpy()).max()), 1e-5, (args, kwargs))
+        # An int with no default, before a tensor given by position or keyword.
+        sm = torch.jit.script(Reshapes())
+        for args, kwargs in (((x, 3, y), None), ((x, 3), {"y": y})):
+            f = self.path("reshape.onnx")
+            self.export_quiet(sm, args, f, kwargs=kwargs)
+            self.assertEqual([i.name for i in onnx.load(f).graph.input], ["x", "y"])
+            got = run_onnx(f, {"x": x.numpy(), "y": y.numpy()})[0]
+            self.assertEqual(tuple(got.shape), (3, 2))
+            self.assertLess(float(np.abs(got - Reshapes()(x, 3, y).numpy()).max()), 1e-5)
+        # Leaving it out, or naming no parameter, says so.
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            self.export_quiet(sm, (x,), self.path("missing.onnx"), kwargs={"y": y})
+        self.assertIn("argument 'n' has no default", str(cm.exception))
+        with self.assertRaises(onnxc.ConversionError) as cm:
+            self.export_quiet(sm, (x, 3, y), self.path("nope.onnx"), kwargs={"m": 1})
+        self.assertIn("no argument named 'm'", str(cm.exception))
+
     def test_script_module_refused_is_a_conversion_error(self):
         """A ScriptModule the converter refuses (here: a branch on a float
         argument; on torch 1.13 every one) is a ConversionError that says

@@ -47,9 +47,10 @@ import sys
 import torch
 import torch.fx
 
-__all__ = ["export", "write_safetensors", "ExportError", "CAPTURES"]
+__all__ = ["export", "write_safetensors", "ExportError", "CaptureFailed", "CAPTURES"]
 
 from .common import (  # noqa: F401
+    CaptureFailed,
     ExportError,
     _FX_DTYPE,
     _ST_DTYPE,
@@ -218,7 +219,17 @@ def _export(model, args, path, kwargs, dynamic_shapes, keep_inplace, source_root
                           % torch.__version__)
     else:
         with progress.stage("capture (make_fx)"):
-            ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
+            try:
+                ex = _trace_make_fx(model, args, kwargs, dynamic_shapes, keep_inplace)
+            except ExportError:
+                raise
+            except Exception as e:   # noqa: BLE001 (the model's or PyTorch's error while tracing)
+                if type(e).__name__ == "ControlFlowError":
+                    raise   # onnxc.cond / a loop misused: the model's error
+                from .meta import _user_frame
+                where = _user_frame(e)
+                raise CaptureFailed("%s: %s%s" % (type(e).__name__, str(e).strip(),
+                                                  "\n  at %s" % where if where else "")) from e
     if not hasattr(ex, "weights_const"):
         ex.weights_const = {}
     if input_names:

@@ -6,7 +6,7 @@ import contextlib
 import io
 import sys
 
-from .common import ExportError
+from .common import CaptureFailed, ExportError
 from .dims import (
     _GENERATED_DIM,
     _bind_inputs,
@@ -73,7 +73,7 @@ def _capture(model, args, kwargs, dynamic_shapes, keep_inplace, only=None):
         sys.stderr.write(err.getvalue())
         return result + (how,)
     where = _user_frame(first)
-    raise ExportError("no capture could trace %s (tried %s). %s: %s%s"
+    raise CaptureFailed("no capture could trace %s (tried %s). %s: %s%s"
                       % (type(model).__name__, ", ".join(order), type(first).__name__,
                          _first_lines(first),
                          "\n  at %s" % where if where else "")) from first

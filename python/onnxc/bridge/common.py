@@ -67,6 +67,12 @@ class ExportError(Exception):
     pass
 
 
+class CaptureFailed(ExportError):
+    """PyTorch could not trace the model: every capture tried failed (torch
+    2.x), or make_fx did (torch 1.13).  The capture's own error, when there
+    is one, is the __cause__."""
+
+
 # ---------------------------------------------------------------------------
 # tensors as bytes; safetensors
 

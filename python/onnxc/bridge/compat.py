@@ -31,10 +31,18 @@ def prepare(model, args, kwargs, train, input_names):
     finally:
         for m, mode in saved:
             m.training = mode
+    # The graph's inputs are the tensor arguments (an int, float, bool, str
+    # or None argument is a constant of the trace): each takes its
+    # parameter's name.
     if not input_names and len(names) == len(args) and all(
-            isinstance(a, torch.Tensor) for a in args):
-        input_names = names
+            isinstance(a, torch.Tensor) or _is_constant_value(a) for a in args):
+        input_names = [n for n, a in zip(names, args) if isinstance(a, torch.Tensor)]
     return args, None, ep, None, input_names
+
+
+def _is_constant_value(value):
+    """A non-tensor argument that the trace takes as a constant."""
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 # ---------------------------------------------------------------------------
@@ -113,10 +121,12 @@ def is_script(model):
 def script_to_program(model, args, kwargs):
     """(ExportedProgram, its argument names) for a torch.jit.script or
     torch.jit.trace result, through torch's TorchScript-to-ExportedProgram
-    converter (torch._export.converter, torch >= 2.5).  Positional
-    arguments the example leaves out take the schema's defaults, since the
-    converter wants every one.  ExportError when the converter is missing
-    or refuses the module."""
+    converter (torch._export.converter, torch >= 2.5).  Keyword arguments
+    are passed in their positions and the ones the example leaves out take
+    the schema's defaults, since the converter wants every one,
+    positionally; a non-tensor argument (an int) is a constant of the
+    trace.  ExportError when the converter is missing or refuses the
+    module."""
     try:
         from torch._export.converter import TS2EPConverter
     except ImportError:
@@ -129,17 +139,29 @@ def script_to_program(model, args, kwargs):
     names = []
     schema = getattr(getattr(model, "forward", model), "schema", None)
     if schema is not None:
+        # Every argument positional, in the schema's order: keyword
+        # arguments in their places, the ones left out at their defaults
+        # (the converter wants every one, and fails on keyword arguments).
         params = [a for a in schema.arguments if a.name != "self"]
         names = [a.name for a in params]
-        given = set(kwargs or {})
+        kw = dict(kwargs or {})
+        for name in kw:
+            if name not in names:
+                raise ExportError("%s's forward takes no argument named %r (its arguments: %s)"
+                                  % (_script_name(model), name, ", ".join(names)))
+            if names.index(name) < len(args):
+                raise ExportError("%s: argument %r is given both by position and by keyword"
+                                  % (_script_name(model), name))
         extra = []
         for a in params[len(args):]:
-            if a.name in given:
-                break
-            if not a.has_default_value():
-                break
-            extra.append(a.default_value)
-        args = args + tuple(extra)
+            if a.name in kw:
+                extra.append(kw.pop(a.name))
+            elif a.has_default_value():
+                extra.append(a.default_value)
+            else:
+                raise ExportError("%s: the forward's argument %r has no default and is not "
+                                  "given" % (_script_name(model), a.name))
+        args, kwargs = args + tuple(extra), None
     try:
         ep = TS2EPConverter(model, args, dict(kwargs or {})).convert()
     except Exception as e:   # noqa: BLE001 (the converter's own failures)
