@@ -44,13 +44,15 @@ typedef struct PadFold {
 	int64_t begin[MAX_SPATIAL], end[MAX_SPATIAL];
 } PadFold;
 
-static int is_constant_mode(const Node *pad)
+/* n's string attribute `name` is `want`, or absent (where `want` is its
+ * default: Pad's mode "constant", the pools' auto_pad "NOTSET"). */
+static int str_attr_is(const Node *n, const char *name, const char *want)
 {
-	const Named *k = node_kw(pad, sym_cstr("mode"));
+	const Named *k = node_kw(n, sym_cstr(name));
 	if (!k)
 		return 1;
-	Str s = k->val.kind == A_STR ? k->val.u.s : (Str){ "", 0 };
-	return s.n == 8 && memcmp(s.s, "constant", 8) == 0;
+	size_t len = strlen(want);
+	return k->val.kind == A_STR && k->val.u.s.n == len && memcmp(k->val.u.s.s, want, len) == 0;
 }
 
 /* The Pad that makes operand 0 of n, with constant pads of x's rank, 0
@@ -58,7 +60,7 @@ static int is_constant_mode(const Node *pad)
 static int match_pad(const Fuse *f, const Node *n, double fill, PadFold *pf)
 {
 	Node *pad = match_operand(f->m, n, 0, OP_ONNX_Pad);
-	if (!pad || f->opset < 11 || !is_constant_mode(pad) || (pad->nargs > 3 && operand(pad, 3)))
+	if (!pad || f->opset < 11 || !str_attr_is(pad, "mode", "constant") || (pad->nargs > 3 && operand(pad, 3)))
 		return 0;
 	ValueId v = operand(pad, 2);
 	if (v ? !match_const(f->m, v, fill) : fill != 0.0)
@@ -99,15 +101,6 @@ static int int_attr(const Node *n, const char *name, int64_t *v, int32_t len, in
 		v[i] = k->val.u.list[i].u.i;
 	}
 	return 1;
-}
-
-static int auto_pad_notset(const Node *n)
-{
-	const Named *k = node_kw(n, sym_cstr("auto_pad"));
-	if (!k)
-		return 1;
-	Str s = k->val.kind == A_STR ? k->val.u.s : (Str){ "", 0 };
-	return s.n == 6 && memcmp(s.s, "NOTSET", 6) == 0;
 }
 
 /* n's attribute `name` set to a (added when absent). */
@@ -204,7 +197,7 @@ void fuse_pad(Fuse *f, Node *n)
 {
 	PadFold pf;
 	int maxpool = n->op == OP_ONNX_MaxPool;
-	if (!auto_pad_notset(n) || !match_pad(f, n, maxpool ? -INFINITY : 0.0, &pf))
+	if (!str_attr_is(n, "auto_pad", "NOTSET") || !match_pad(f, n, maxpool ? -INFINITY : 0.0, &pf))
 		return;
 	if (maxpool && n->nres > 1 && n->res[1] && f->uses[n->res[1]])
 		return;
