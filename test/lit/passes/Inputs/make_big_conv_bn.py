@@ -9,12 +9,12 @@ element [c, j, ...].
 
     make_big_conv_bn.py DIR [transpose]
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+import stwrite
 
 d = sys.argv[1]
 tr = sys.argv[2:] == ["transpose"]
@@ -26,16 +26,7 @@ t = {"w": rng.standard_normal((1024, 256, 5, 5), dtype=np.float32),
      "beta": rng.standard_normal(m, dtype=np.float32),
      "mean": rng.standard_normal(m, dtype=np.float32),
      "var": rng.random(m, dtype=np.float32) + 0.5}
-hdr, off = {}, 0
-for k, a in t.items():
-    hdr[k] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
-    off += a.nbytes
-h = json.dumps(hdr).encode()
-h += b" " * (-len(h) % 8)
-with open(os.path.join(d, "w.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h)
-    for a in t.values():
-        f.write(a.tobytes())
+stwrite.write(os.path.join(d, "w.safetensors"), t)
 s = t["gamma"].astype(np.float64) / np.sqrt(t["var"].astype(np.float64) + 1e-5)
 w = t["w"].astype(np.float64)
 if tr:

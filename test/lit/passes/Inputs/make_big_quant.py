@@ -5,24 +5,18 @@ by a Gemm with transB = 1), random values.
 
     make_big_quant.py DIR
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+import stwrite
 
 d = sys.argv[1]
 rng = np.random.default_rng(5)
 a = rng.standard_normal((4096, 4096), dtype=np.float32)
 b = rng.standard_normal((3000, 2100)).astype(np.float16)
-h = json.dumps({"a": {"dtype": "F32", "shape": list(a.shape), "data_offsets": [0, a.nbytes]},
-                "b": {"dtype": "F16", "shape": list(b.shape), "data_offsets": [a.nbytes, a.nbytes + b.nbytes]}}).encode()
-h += b" " * (-len(h) % 8)
-with open(os.path.join(d, "w.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h)
-    f.write(a.tobytes())
-    f.write(b.tobytes())
+stwrite.write(os.path.join(d, "w.safetensors"), {"a": a, "b": b})
 with open(os.path.join(d, "m.fxir"), "w") as f:
     f.write("""module @T { weights "w.safetensors"
 graph @g(%x: f32[1,4096], %y: f16[1,2100]) -> (f32[1,4096], f16[1,3000]) {

@@ -5,12 +5,12 @@ a Gemm with transB = 1 and a bias (w3, c3), and an f16 [K,N] weight (w4).
 
     make_quant_mlp.py DIR      (also DIR/x.npy, DIR/y.npy: inputs)
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+import stwrite
 
 d = sys.argv[1]
 rng = np.random.default_rng(7)
@@ -22,17 +22,7 @@ ws = {
     "w4": (rng.standard_normal((40, 24)) * 0.2).astype(np.float16),
 }
 ws["w2"][:32, 0] = 0  # a block of zeros: scale 0
-hdr, off = {}, 0
-for k, v in ws.items():
-    hdr[k] = {"dtype": "F16" if v.dtype == np.float16 else "F32", "shape": list(v.shape),
-              "data_offsets": [off, off + v.nbytes]}
-    off += v.nbytes
-h = json.dumps(hdr).encode()
-h += b" " * (-len(h) % 8)
-with open(os.path.join(d, "w.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h)
-    for v in ws.values():
-        f.write(v.tobytes())
+stwrite.write(os.path.join(d, "w.safetensors"), ws)
 np.save(os.path.join(d, "x.npy"), rng.standard_normal((2, 3, 64), dtype=np.float32))
 np.save(os.path.join(d, "y.npy"), rng.standard_normal((2, 40)).astype(np.float16))
 with open(os.path.join(d, "m.fxir"), "w") as f:
