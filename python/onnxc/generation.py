@@ -188,6 +188,24 @@ def positions(mask):
     return np.where(mask == 0, 1, pos).astype(np.int64)
 
 
+def end_tokens(eos_token_id):
+    """generate()'s end tokens as a list: an int, a list, or None (none)."""
+    if eos_token_id is None:
+        return []
+    return list(eos_token_id) if isinstance(eos_token_id, (list, tuple)) else [eos_token_id]
+
+
+def next_tokens(last_logits, done, eos, pad_token_id):
+    """Each row's greedy token as generate() picks it: a row that has ended
+    takes the pad token; `done` is updated in place."""
+    nxt = last_logits.argmax(-1).astype(np.int64)
+    if eos and pad_token_id is not None:
+        nxt = np.where(done, pad_token_id, nxt)
+    if eos:
+        done |= np.isin(nxt, eos)
+    return nxt
+
+
 def greedy(session, input_ids, attention_mask=None, max_new_tokens=16, eos_token_id=None,
            pad_token_id=None, return_logits=False):
     """Greedy decoding with a with-past decoder in an onnxruntime session:
@@ -197,8 +215,7 @@ def greedy(session, input_ids, attention_mask=None, max_new_tokens=16, eos_token
     batch = ids.shape[0]
     mask = (np.ones_like(ids) if attention_mask is None
             else np.asarray(attention_mask, dtype=np.int64))
-    eos = [] if eos_token_id is None else (
-        [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id))
+    eos = end_tokens(eos_token_id)
     names = [i.name for i in session.get_inputs()]
     outs = [o.name for o in session.get_outputs()]
     past = _empty_past(session, batch)
@@ -214,16 +231,12 @@ def greedy(session, input_ids, attention_mask=None, max_new_tokens=16, eos_token
         if step == 0:
             prefill = logits
         last = logits[:, -1, :]
-        nxt = last.argmax(-1).astype(np.int64)
-        if eos and pad_token_id is not None:
-            nxt = np.where(done, pad_token_id, nxt)
+        nxt = next_tokens(last, done, eos, pad_token_id)
         tokens.append(nxt)
         if return_logits:
             step_logits.append(last)
-        if eos:
-            done |= np.isin(nxt, eos)
-            if done.all():
-                break
+        if eos and done.all():
+            break
         past = {n.replace("present.", "past_key_values.", 1): v for n, v in res.items()
                 if n.startswith("present.")}
         ids = nxt[:, None]

@@ -323,14 +323,14 @@ def greedy_seq2seq(info_or_dir, encoder_inputs, max_new_tokens, eos_token_id="co
     defaults ("config") take both from the model's config.  With
     return_logits, also the list of each step's logits [batch, vocab]."""
     import numpy as np
+    from ..generation import end_tokens, next_tokens
     info, enc, dec = _load(info_or_dir)
     n = info["num_layers"]
     if eos_token_id == "config":
         eos_token_id = info.get("eos_token_id")
     if pad_token_id == "config":
         pad_token_id = info.get("pad_token_id")
-    eos = ([] if eos_token_id is None else
-           list(eos_token_id) if isinstance(eos_token_id, (list, tuple)) else [eos_token_id])
+    eos = end_tokens(eos_token_id)
     if eos and pad_token_id is None:
         pad_token_id = eos[0]   # as generate does without a pad token
     feeds = {k: np.asarray(encoder_inputs[k]) for k in info["encoder_input_names"]}
@@ -358,10 +358,7 @@ def greedy_seq2seq(info_or_dir, encoder_inputs, max_new_tokens, eos_token_id="co
                         dec.run(info["decoder_output_names"], {k: step[k] for k in dec_names})))
         logits = outs["logits"][:, -1, :]
         step_logits.append(logits)
-        nxt = logits.argmax(axis=-1).astype(np.int64)
-        if eos:
-            nxt = np.where(done, pad_token_id, nxt)
-            done |= np.isin(nxt, eos)
+        nxt = next_tokens(logits, done, eos, pad_token_id)
         tokens = np.concatenate([tokens, nxt[:, None]], axis=1)
         for i in range(n):
             for kv in ("key", "value"):
