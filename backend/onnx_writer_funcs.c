@@ -106,6 +106,21 @@ static void func_io(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 			p->input[p->n_input++] = (char *)vname(w, g->in[i]);
 }
 
+/* FunctionProto has no typed inputs or outputs: their types, where the
+ * body knows them, go into its value_info (field 12, IR version 10), so a
+ * reader (onnxc itself, at -O2) can fuse inside the body.  An output given
+ * through an Identity is named differently from its value and is left out. */
+static void func_io_info(Writer *w, const Graph *g, const Onnx__FunctionProto *p, InfoVec *iv)
+{
+	for (uint32_t i = 0; i < g->nin; i++)
+		if (is_input(val(w->m, g->in[i])) && val(w->m, g->in[i])->type)
+			VEC_PUSH(w->a, *iv, value_info(w, g->in[i], NULL));
+	for (uint32_t i = 0; i < g->nout; i++)
+		if (val(w->m, g->out[i])->type && strcmp(p->output[i], vname(w, g->out[i])) == 0 &&
+		    !is_input(val(w->m, g->out[i])))
+			VEC_PUSH(w->a, *iv, value_info(w, g->out[i], NULL));
+}
+
 static void func_body(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 {
 	NodeVec nv = { 0 };
@@ -118,6 +133,7 @@ static void func_body(Writer *w, const Graph *g, Onnx__FunctionProto *p)
 	for (uint32_t i = 0; i < g->nout; i++)
 		p->output[i] = (char *)output_name(w, g, i, &nv);
 	collect_info(w, g, &iv);
+	func_io_info(w, g, p, &iv);
 	p->n_node = nv.n;
 	p->node = nv.v;
 	p->n_value_info = iv.n;

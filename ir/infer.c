@@ -37,7 +37,6 @@ void infer_node(Module *m, const Node *n, Type **out)
 	infer_onnx(&I, n, out);
 }
 
-static void infer_graph(Infer *I, Graph *g);
 
 /* A value with no type, or a tensor whose rank or some dim is not known
  * (`f32`, `f32[?,4]`, as a pass writes it before its operands are typed):
@@ -110,7 +109,7 @@ static int inferable(const Node *n)
 	return n->domain == S_onnx && n->op != OP_GENERIC && op_info[n->op].dom == DOM_ONNX && n->nres;
 }
 
-static void infer_graph(Infer *I, Graph *g)
+void infer_graph(Infer *I, Graph *g)
 {
 	for (Node *n = g->first; n; n = n->next) {
 		node_each_subgraph(n, sub, I);
@@ -138,8 +137,8 @@ uint32_t infer_module(Module *m, unsigned what)
 		I.sv[i].n = -1;
 	for (uint32_t i = 0; (what & WALK_GRAPHS) && i < m->graphs.n; i++)
 		infer_graph(&I, m->graphs.v[i]);
-	for (uint32_t i = 0; (what & WALK_FUNCS) && i < m->funcs.n; i++)
-		infer_graph(&I, m->funcs.v[i]->body);
+	if (what & WALK_FUNCS)
+		infer_funcs(&I);
 	free(I.sv);
 	return I.typed;
 }

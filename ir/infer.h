@@ -76,6 +76,12 @@ const Type *graph_out_type(const Module *m, const Graph *g, uint32_t i);
 Type *infer_dft(Infer *I, const Node *n, const Type *x);
 Type *infer_stft(Infer *I, const Node *n, const Type *x);
 
+/* infer.c: the walk of one graph, subgraphs first. */
+void infer_graph(Infer *I, Graph *g);
+
+/* infer_calls.c: function bodies, inputs typed from agreeing call sites. */
+void infer_funcs(Infer *I);
+
 /* infer_onnx.c: the dispatcher. */
 void infer_onnx(Infer *I, const Node *n, Type **out);
 
