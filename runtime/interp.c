@@ -133,6 +133,13 @@ Kernel rt_kernel(OpId op)
 	return k;
 }
 
+Kernel rt_node_kernel(const Node *n)
+{
+	if (n->domain == S_onnx)
+		return rt_kernel(n->op);
+	return n->op == OP_GENERIC && n->domain == sym_cstr("com.microsoft") ? rt_ms_kernel(n->name) : NULL;
+}
+
 int rt_module_opset(const Module *m)
 {
 	return (int)opsets_onnx(&m->opsets, 18);
@@ -142,7 +149,7 @@ Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, 
 {
 	char op[160];
 	snprintf(op, sizeof op, "%s::%s", sym_str(n->domain), sym_str(n->name));
-	Kernel kern = n->domain == S_onnx ? rt_kernel(n->op) : NULL;
+	Kernel kern = rt_node_kernel(n);
 	if (!kern) {
 		diag_error(n->loc, "no runtime kernel for %s", op);
 		return FAILED;
@@ -575,7 +582,7 @@ static const Node *first_unrunnable(const Graph *g)
 			}
 			continue;
 		}
-		if (n->domain != S_onnx || !rt_kernel(n->op))
+		if (!rt_node_kernel(n))
 			return n;
 	}
 	return NULL;

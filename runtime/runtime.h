@@ -173,6 +173,9 @@ Status rt_axis(const KCtx *k, int64_t axis, int32_t rank, int32_t *out);
 
 /* The kernel of an op, or NULL. */
 Kernel rt_kernel(OpId op);
+/* The kernel of a node: a standard op's, or a com.microsoft contrib op's
+ * (kernels_ms.c); NULL for anything else (ATen ops, function calls). */
+Kernel rt_node_kernel(const Node *n);
 /* Runs one node on its inputs under the given default-domain opset;
  * outputs are set on OK. */
 Status rt_eval_node(const Node *n, int opset, RTensor *const *in, uint32_t nin, RTensor **out);
@@ -192,7 +195,8 @@ typedef void (*RtObserve)(void *ctx, ValueId id, const Node *def, const RTensor 
 Status rt_run_graph_observe(Module *m, const char *weights_dir, RTensor *const *feeds, RTensor ***outs,
 			    RtObserve observe, void *ctx);
 /* The first node of the main graph the interpreter has no kernel for
- * (an ATen op, a function call, an op of another domain), or NULL. */
+ * (an ATen op, a function call, an op of another domain without a
+ * kernel), or NULL. */
 const Node *rt_first_unrunnable(const Module *m);
 
 /* ---- compare.c: tensors against a reference, random inputs ---------------- */
@@ -226,11 +230,16 @@ RTensor *rt_random_for(const Value *v, uint64_t *state);
 /* Each family answers for its ops: elementwise math, comparisons, Where,
  * Clip and Cast (elem); data movement and shape ops (shape); reductions,
  * ArgMax/ArgMin, CumSum and MatMul (math); Softmax, LayerNormalization,
- * Gemm and Resize (nn). */
+ * Gemm and Resize (nn); ONNX Runtime's contrib ops (ms). */
 Kernel rt_elem_kernel(OpId op);
 Kernel rt_shape_kernel(OpId op);
 Kernel rt_math_kernel(OpId op);
 Kernel rt_nn_kernel(OpId op);
+/* The contrib ops of domain com.microsoft that onnxc writes, by name:
+ * FusedMatMul, Gelu, BiasGelu, FastGelu, SkipLayerNormalization,
+ * MatMulNBits.  rt_ms_kernel_name lists them (NULL past the end). */
+Kernel rt_ms_kernel(Sym name);
+const char *rt_ms_kernel_name(size_t i);
 
 /* ---- tensorio.c: .npy and safetensors files of runtime tensors ------------- */
 /* Readers return NULL after a diagnostic naming the file. */

@@ -5,7 +5,8 @@
 #                                every shipped .fxir, lit under ASan/UBSan, fuzz smoke,
 #                                ONNX conformance (also at -O2 and converted
 #                                to opsets 13 and 26), the runtime's kernels on
-#                                ONNX's node tests, decompositions against
+#                                ONNX's node tests and its contrib-op kernels
+#                                against ONNX Runtime, decompositions against
 #                                PyTorch, the Python API (torch 1.13 and 2.x),
 #                                the exporter's contract, the modern zoo
 #                                (torch 2.x), generation with a KV cache
@@ -309,6 +310,12 @@ header "kernels: ONNX node tests through onnxc run"
 counted kernels "failures listed in build/kernels-failures.txt" \
   "$PY" test/conformance/run_kernels.py --onnxc build/onnxc -j"$JOBS" \
   --failures build/kernels-failures.txt --list-skips build/kernels-skips.txt
+
+# ---- 5c. the contrib-op kernels (com.microsoft) against ONNX Runtime ----
+header "kernels (ort): test/conformance/run_ms_kernels.py"
+[ -x "$VPY" ] || fail "kernels (ort)" "no $VPY: run bash utils/install-deps.sh"
+counted "kernels (ort)" "rerun with $VPY test/conformance/run_ms_kernels.py -v -k NAME" \
+  "$VPY" test/conformance/run_ms_kernels.py --onnxc build/onnxc
 
 # ---- 6. decompositions against PyTorch ----
 header "decompositions: test/decomp/check_decomps.py"

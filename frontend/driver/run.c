@@ -3,7 +3,8 @@
  * each output and write them.
  *
  * A .fxir input holding ATen ops is lowered first by the -O0 pipeline (the
- * same passes, from the same registry, as `onnxc -O0`).  Exit codes: 0
+ * same passes, from the same registry, as `onnxc -O0`), and calls of local
+ * functions are inlined.  Exit codes: 0
  * success, 1 bad input (a missing input, an op without a kernel, a kernel
  * error), 2 usage.
  */
@@ -48,6 +49,8 @@ static void list_kernels(void)
 	for (int op = 1; op < OP_COUNT; op++)
 		if (rt_kernel((OpId)op))
 			printf("onnx::%s\n", op_info[op].name);
+	for (size_t i = 0; rt_ms_kernel_name(i); i++)
+		printf("com.microsoft::%s\n", rt_ms_kernel_name(i));
 }
 
 void run_add_input(RunInputs *o, const char *sub, const char *spec)
@@ -100,7 +103,10 @@ static void parse_run_args(int argc, char **argv, RunOpts *o)
 /* ---- reading the model ---------------------------------------------------- */
 
 /* The -O0 pipeline; on a module without ATen ops it changes nothing (and
- * the decomposition library is read only when decompose meets one). */
+ * the decomposition library is read only when decompose meets one).  Then
+ * calls of local functions are inlined (the inline pass: each call becomes
+ * a copy of the body, the call's attributes put where the body refers to
+ * them), as the interpreter runs ops, not calls. */
 static Status lower(Module *m)
 {
 	Pipeline pl;
@@ -114,6 +120,8 @@ static Status lower(Module *m)
 	for (uint32_t i = 0; s == OK && i < pl.n; i++)
 		if (pl.v[i]->run(m, &po) != OK || diag_error_count())
 			s = FAILED;
+	if (s == OK && m->funcs.n && (pass_lookup("inline", 6)->run(m, &po) != OK || diag_error_count()))
+		s = FAILED;
 	decomp_lib_free(lib);
 	pipeline_free(&pl);
 	return s;

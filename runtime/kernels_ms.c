@@ -1,0 +1,318 @@
+/* kernels_ms.c - the ONNX Runtime contrib ops (domain com.microsoft) that
+ * onnxc writes itself: -target=ort's fusions (passes/fuse_ort.c) and
+ * -quantize's MatMulNBits (passes/quantize.c), so `onnxc run`, `diff` and
+ * `verify` run every file onnxc writes.
+ *
+ * Semantics are those of ONNX Runtime's contrib op documentation.  Each
+ * kernel is written in terms of the standard kernels where it can (MatMul,
+ * Add, LayerNormalization), so it computes what the pattern it replaces
+ * computes, in double, rounded to the output dtype at each standard step:
+ *
+ *   FusedMatMul(A, B)       alpha * MatMul(A', B'), X' the transpose of X's
+ *                           last two dims when transA / transB (rank >= 2);
+ *                           transBatchA / transBatchB are refused
+ *   Gelu(X)                 0.5 x (1 + erf(x / sqrt 2))
+ *   BiasGelu(A, B)          Gelu(A + B)
+ *   FastGelu(X[, bias])     0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3))),
+ *                           y = X (+ bias)
+ *   SkipLayerNormalization(input, skip, gamma[, beta[, bias]])
+ *                           s = input + skip (+ bias); LayerNormalization of
+ *                           s over the last dim (epsilon, default 1e-12);
+ *                           results: output, mean, inv_std_var, s
+ *   MatMulNBits(A, B, scales[, zero_points[, g_idx[, bias]]])
+ *                           MatMul(A, W) (+ bias), W [K,N] dequantized from
+ *                           B uint8 [N, nblocks, block_size * bits / 8]:
+ *                           code k of a row's blocks at bit k * bits, low
+ *                           bits first; W[k,n] = (code - zp) * scale[n, k /
+ *                           block_size]; zp from uint8 zero_points packed
+ *                           the same way (a row of ceil(nblocks * bits / 8)
+ *                           bytes), else 2^(bits-1); bits 2, 4 or 8;
+ *                           g_idx and float zero points are refused
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime.h"
+
+/* The kernel of a standard op run for the contrib node: a copy of the node
+ * with the op's id (kernels dispatch on it) and the given attributes (the
+ * kernels used here read none, or epsilon); diagnostics still name the
+ * contrib op. */
+static Status std_op_kw(const KCtx *k, OpId op, Named *kw, uint32_t nkw, RTensor *const *in, uint32_t nin, RTensor **out,
+			uint32_t nout)
+{
+	Kernel f = rt_kernel(op);
+	if (!f)
+		ONNXC_BUG("no kernel for a standard op a contrib kernel uses");
+	Node n = *k->n;
+	n.op = op;
+	n.domain = S_onnx;
+	n.kw = kw;
+	n.nkw = nkw;
+	KCtx sk = { &n, k->op, k->opset };
+	for (uint32_t i = 0; i < nout; i++)
+		out[i] = NULL;
+	Status s = f(&sk, in, nin, out, nout);
+	if (s != OK)
+		for (uint32_t i = 0; i < nout; i++) {
+			rt_free(out[i]);
+			out[i] = NULL;
+		}
+	return s;
+}
+
+static Status std_op(const KCtx *k, OpId op, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	return std_op_kw(k, op, NULL, 0, in, nin, out, nout);
+}
+
+static Status need_floats(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (i >= nin || !in[i])
+			return rt_fail(k, "input %u is missing", i);
+		if (!dtype_is_float(in[i]->dtype))
+			return rt_unsupported(k, in[i]);
+	}
+	return OK;
+}
+
+/* x + y (numpy broadcasting) when y is given; else a copy of x. */
+static RTensor *add_opt(const KCtx *k, RTensor *x, RTensor *y)
+{
+	RTensor *two[2] = { x, y }, *r = NULL;
+	if (!y)
+		return rt_copy(k->n->loc, x);
+	return std_op(k, OP_ONNX_Add, two, 2, &r, 1) == OK ? r : NULL;
+}
+
+/* ---- Gelu, BiasGelu, FastGelu ------------------------------------------------ */
+
+static double gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+static double gelu_tanh(double x)
+{
+	return 0.5 * x * (1.0 + tanh(0.7978845608028654 /* sqrt(2 / pi) */ * (x + 0.044715 * x * x * x)));
+}
+
+static Status gelu_of(const KCtx *k, RTensor *x, RTensor *bias, double (*f)(double), RTensor **out)
+{
+	RTensor *y = add_opt(k, x, bias);
+	if (!y)
+		return FAILED;
+	for (int64_t i = 0; i < y->numel; i++)
+		rt_set_f(y, i, f(rt_get_f(y, i)));
+	*out = y;
+	return OK;
+}
+
+static Status k_gelu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	return need_floats(k, in, nin, 1) != OK ? FAILED : gelu_of(k, in[0], NULL, gelu_erf, out);
+}
+
+static Status k_bias_gelu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	return need_floats(k, in, nin, 2) != OK ? FAILED : gelu_of(k, in[0], in[1], gelu_erf, out);
+}
+
+static Status k_fast_gelu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need_floats(k, in, nin, 1) != OK || (nin > 1 && in[1] && need_floats(k, in + 1, 1, 1) != OK))
+		return FAILED;
+	return gelu_of(k, in[0], nin > 1 ? in[1] : NULL, gelu_tanh, out);
+}
+
+/* ---- FusedMatMul ------------------------------------------------------------- */
+
+/* x with its last two dims swapped. */
+static RTensor *swap_last2(const KCtx *k, const RTensor *x)
+{
+	int64_t shape[RT_MAX_RANK];
+	memcpy(shape, x->shape, sizeof *shape * (size_t)x->rank);
+	int64_t r = x->shape[x->rank - 2], c = x->shape[x->rank - 1];
+	shape[x->rank - 2] = c;
+	shape[x->rank - 1] = r;
+	RTensor *t = rt_new(k->n->loc, x->dtype, x->rank, shape);
+	if (!t)
+		return NULL;
+	size_t es = rt_elem_size(x->dtype);
+	int64_t mat = r * c, nb = mat ? x->numel / mat : 0;
+	for (int64_t b = 0; b < nb; b++)
+		for (int64_t i = 0; i < r; i++)
+			for (int64_t j = 0; j < c; j++)
+				memcpy(t->data + (size_t)(b * mat + j * r + i) * es, x->data + (size_t)(b * mat + i * c + j) * es, es);
+	return t;
+}
+
+static Status k_fused_matmul(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need_floats(k, in, nin, 2) != OK)
+		return FAILED;
+	if (rt_attr_int(k, "transBatchA", 0) || rt_attr_int(k, "transBatchB", 0))
+		return rt_fail(k, "transBatchA and transBatchB are not supported");
+	int trans[2] = { rt_attr_int(k, "transA", 0) != 0, rt_attr_int(k, "transB", 0) != 0 };
+	RTensor *op[2] = { in[0], in[1] }, *own[2] = { NULL, NULL };
+	Status s = OK;
+	for (int i = 0; i < 2 && s == OK; i++)
+		if (trans[i] && in[i]->rank >= 2 && !(op[i] = own[i] = swap_last2(k, in[i])))
+			s = FAILED;
+	if (s == OK)
+		s = std_op(k, OP_ONNX_MatMul, op, 2, out, 1);
+	double alpha = rt_attr_float(k, "alpha", 1.0);
+	for (int64_t i = 0; s == OK && alpha != 1.0 && i < out[0]->numel; i++)
+		rt_set_f(out[0], i, alpha * rt_get_f(out[0], i));
+	rt_free(own[0]);
+	rt_free(own[1]);
+	return s;
+}
+
+/* ---- SkipLayerNormalization -------------------------------------------------- */
+
+static Status k_skip_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	if (need_floats(k, in, nin, 3) != OK)
+		return FAILED;
+	if (in[0]->rank < 1)
+		return rt_fail(k, "the input must have a rank of at least 1");
+	RTensor *s1 = add_opt(k, in[0], in[1]);
+	RTensor *sum = s1 && nin > 4 && in[4] ? add_opt(k, s1, in[4]) : s1;
+	if (sum != s1)
+		rt_free(s1);
+	if (!sum)
+		return FAILED;
+	if (sum->rank != in[0]->rank || memcmp(sum->shape, in[0]->shape, sizeof *sum->shape * (size_t)sum->rank)) {
+		rt_free(sum);
+		return rt_fail(k, "skip and bias must broadcast to the shape of the input");
+	}
+	/* LayerNormalization over the last dim, with the contrib op's
+	 * default epsilon. */
+	Named eps = { sym_cstr("epsilon"), { .kind = A_FLOAT, .u.f = rt_attr_float(k, "epsilon", 1e-12) } };
+	RTensor *args[3] = { sum, in[2], nin > 3 ? in[3] : NULL };
+	uint32_t nres = nout < 3 ? nout : 3;
+	Status s = std_op_kw(k, OP_ONNX_LayerNormalization, &eps, 1, args, args[2] ? 3 : 2, out, nres);
+	if (s == OK && nout > 3)
+		out[3] = sum;
+	else
+		rt_free(sum);
+	return s;
+}
+
+/* ---- MatMulNBits ---------------------------------------------------------------- */
+
+/* The bits-wide code at index i of a packed row (low bits first). */
+static int code_at(const uint8_t *row, int64_t i, int bits)
+{
+	int64_t bit = i * bits;
+	return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+typedef struct NBits { int64_t K, N, block, nblk, blob, zrow; int bits; } NBits;
+
+static Status nbits_plan(const KCtx *k, RTensor *const *in, uint32_t nin, NBits *q)
+{
+	*q = (NBits){ rt_attr_int(k, "K", -1), rt_attr_int(k, "N", -1), rt_attr_int(k, "block_size", -1), 0, 0, 0,
+		      (int)rt_attr_int(k, "bits", 4) };
+	if (need_floats(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
+		return nin < 3 || !in[1] || !in[2] ? rt_fail(k, "needs A, B and scales") : FAILED;
+	if (q->bits != 2 && q->bits != 4 && q->bits != 8)
+		return rt_fail(k, "bits = %d is not supported (2, 4 or 8)", q->bits);
+	if (q->K < 1 || q->N < 1 || q->block < 16 || (q->block & (q->block - 1)) || q->K > INT64_MAX / q->N)
+		return rt_fail(k, "K, N and block_size (a power of 2, at least 16) must be given");
+	q->nblk = (q->K + q->block - 1) / q->block;
+	q->blob = q->block * q->bits / 8;
+	q->zrow = (q->nblk * q->bits + 7) / 8;
+	if (in[1]->dtype != DT_U8 || in[1]->numel != q->N * q->nblk * q->blob)
+		return rt_fail(k, "B must be u8 [N, nblocks, block_size * bits / 8] = [%lld, %lld, %lld]", (long long)q->N,
+			       (long long)q->nblk, (long long)q->blob);
+	if (!dtype_is_float(in[2]->dtype) || in[2]->numel != q->N * q->nblk)
+		return rt_fail(k, "scales must be N * nblocks = %lld floats", (long long)(q->N * q->nblk));
+	const RTensor *zp = nin > 3 ? in[3] : NULL;
+	if (zp && (zp->dtype != DT_U8 || zp->numel != q->N * q->zrow))
+		return rt_fail(k, "zero_points must be u8, N * ceil(nblocks * bits / 8) = %lld bytes",
+			       (long long)(q->N * q->zrow));
+	if (nin > 4 && in[4])
+		return rt_fail(k, "g_idx is not supported");
+	int32_t ra = in[0]->rank;
+	if (ra < 1 || in[0]->shape[ra - 1] != q->K)
+		return rt_fail(k, "A's last dim must be K = %lld", (long long)q->K);
+	return OK;
+}
+
+/* W [K,N] in A's dtype. */
+static RTensor *nbits_weight(const KCtx *k, RTensor *const *in, uint32_t nin, const NBits *q)
+{
+	int64_t shape[2] = { q->K, q->N };
+	RTensor *w = rt_new(k->n->loc, in[0]->dtype, 2, shape);
+	const RTensor *zp = nin > 3 ? in[3] : NULL;
+	for (int64_t n = 0; w && n < q->N; n++) {
+		const uint8_t *row = in[1]->data + (size_t)(n * q->nblk * q->blob);
+		for (int64_t b = 0; b < q->nblk; b++) {
+			int z = zp ? code_at(zp->data + (size_t)(n * q->zrow), b, q->bits) : 1 << (q->bits - 1);
+			double s = rt_get_f(in[2], n * q->nblk + b);
+			for (int64_t i = b * q->block; i < q->K && i < (b + 1) * q->block; i++)
+				rt_set_f(w, i * q->N + n, (code_at(row, i, q->bits) - z) * s);
+		}
+	}
+	return w;
+}
+
+static Status k_matmul_nbits(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	NBits q;
+	if (nbits_plan(k, in, nin, &q) != OK)
+		return FAILED;
+	RTensor *w = nbits_weight(k, in, nin, &q), *mm = NULL;
+	if (!w)
+		return FAILED;
+	RTensor *args[2] = { in[0], w };
+	Status s = std_op(k, OP_ONNX_MatMul, args, 2, &mm, 1);
+	rt_free(w);
+	RTensor *bias = nin > 5 ? in[5] : NULL;
+	if (s == OK && bias && (bias->rank != 1 || bias->shape[0] != q.N)) {
+		rt_free(mm);
+		return rt_fail(k, "bias must be a vector of N = %lld", (long long)q.N);
+	}
+	if (s == OK) {
+		*out = bias ? add_opt(k, mm, bias) : mm;
+		if (bias)
+			rt_free(mm);
+		s = *out ? OK : FAILED;
+	}
+	return s;
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+
+#define MS_KERNELS(X)                                   \
+	X("FusedMatMul", k_fused_matmul)                \
+	X("Gelu", k_gelu)                               \
+	X("BiasGelu", k_bias_gelu)                      \
+	X("FastGelu", k_fast_gelu)                      \
+	X("SkipLayerNormalization", k_skip_layernorm)   \
+	X("MatMulNBits", k_matmul_nbits)
+
+static const struct { const char *name; Kernel k; } ms_kernels[] = {
+#define X(name, fn) { name, fn },
+	MS_KERNELS(X)
+#undef X
+};
+
+Kernel rt_ms_kernel(Sym name)
+{
+	const char *s = sym_str(name);
+	for (size_t i = 0; i < sizeof ms_kernels / sizeof *ms_kernels; i++)
+		if (strcmp(ms_kernels[i].name, s) == 0)
+			return ms_kernels[i].k;
+	return NULL;
+}
+
+const char *rt_ms_kernel_name(size_t i)
+{
+	return i < sizeof ms_kernels / sizeof *ms_kernels ? ms_kernels[i].name : NULL;
+}

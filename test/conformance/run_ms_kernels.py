@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The runtime's kernels for ONNX Runtime's contrib ops (com.microsoft: the
+ones onnxc writes, runtime/kernels_ms.c) against onnxruntime itself.
+
+Each case is a one-node model built with onnx.helper, run on seeded random
+inputs by onnxruntime (CPU, graph optimizations off) and by `onnxc run`;
+every output must agree within rtol/atol.  Needs the Python that has onnx
+and onnxruntime (the torch 2.x environment).
+
+    ~/.cache/onnxc/venv-torch2/bin/python test/conformance/run_ms_kernels.py --onnxc build/onnxc [-v] [-k NAME]
+
+The last line is `N passed, N failed, N skipped`; exit 1 when one failed.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+F32 = TensorProto.FLOAT
+U8 = TensorProto.UINT8
+
+
+def model(op, inputs, outputs, attrs, dtypes):
+    """A one-node model: inputs {name: array}, outputs names ("" = omitted)."""
+    vin = [helper.make_tensor_value_info(n, dtypes.get(n, F32), list(a.shape))
+           for n, a in inputs.items() if a is not None]
+    names = [n for n in inputs]
+    node = helper.make_node(op, [n if inputs.get(n) is not None else "" for n in names],
+                            outputs, domain="com.microsoft", **attrs)
+    vout = [helper.make_tensor_value_info(n, F32, None) for n in outputs if n]
+    g = helper.make_graph([node], op, vin, vout)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
+                             ir_version=10)
+
+
+def nbits_case(rng, bits, block, k, n, zp, bias, m=3):
+    nblk = (k + block - 1) // block
+    ins = {"A": rng.standard_normal((2, m, k)).astype(np.float32),
+           "B": rng.integers(0, 256, (n, nblk, block * bits // 8), dtype=np.uint8),
+           "scales": (rng.random(n * nblk) * 0.1 + 0.01).astype(np.float32)}
+    dt = {"B": U8}
+    if zp or bias:
+        ins["zero_points"] = rng.integers(0, 256, n * ((nblk * bits + 7) // 8), dtype=np.uint8) if zp else None
+        dt["zero_points"] = U8
+    if bias:
+        ins["g_idx"] = None
+        ins["bias"] = rng.standard_normal(n).astype(np.float32)
+    return ins, dt, {"K": k, "N": n, "bits": bits, "block_size": block}
+
+
+def cases(rng):
+    r = rng.standard_normal
+    f = np.float32
+    yield "FusedMatMul", "transB", {"A": r((2, 3, 4, 5)).astype(f), "B": r((2, 3, 6, 5)).astype(f)}, \
+        {"transB": 1, "alpha": 0.125}, {}, ["Y"]
+    yield "FusedMatMul", "transA_bcast", {"A": r((3, 5, 4)).astype(f), "B": r((5, 6)).astype(f)}, \
+        {"transA": 1}, {}, ["Y"]
+    yield "FusedMatMul", "both_alpha", {"A": r((2, 7, 4)).astype(f), "B": r((2, 3, 7)).astype(f)}, \
+        {"transA": 1, "transB": 1, "alpha": -2.5}, {}, ["Y"]
+    yield "Gelu", "plain", {"X": (3 * r((3, 7))).astype(f)}, {}, {}, ["Y"]
+    yield "BiasGelu", "plain", {"A": (3 * r((2, 3, 8))).astype(f), "B": r(8).astype(f)}, {}, {}, ["C"]
+    yield "FastGelu", "plain", {"X": (3 * r((4, 9))).astype(f)}, {}, {}, ["Y"]
+    yield "FastGelu", "bias", {"X": (3 * r((2, 4, 9))).astype(f), "bias": r(9).astype(f)}, {}, {}, ["Y"]
+    sln = {"input": r((2, 3, 16)).astype(f), "skip": r((2, 3, 16)).astype(f), "gamma": r(16).astype(f)}
+    yield "SkipLayerNormalization", "gamma", dict(sln), {"epsilon": 1e-5}, {}, ["out"]
+    yield "SkipLayerNormalization", "beta_bias_sum", dict(sln, beta=r(16).astype(f), bias=r(16).astype(f)), \
+        {"epsilon": 1e-5}, {}, ["out", "", "", "sum"]
+    yield "SkipLayerNormalization", "rank2_eps_default", {"input": r((5, 32)).astype(f), "skip": r((5, 32)).astype(f),
+                                                          "gamma": r(32).astype(f), "beta": r(32).astype(f)}, \
+        {}, {}, ["out", "", "", "sum"]
+    for bits, block, k, n, zp, bias in ((4, 32, 64, 8, False, False), (4, 16, 40, 6, True, False),
+                                         (4, 32, 50, 5, False, True), (8, 16, 24, 7, True, True),
+                                         (8, 32, 64, 4, False, False), (2, 16, 33, 3, True, False)):
+        ins, dt, attrs = nbits_case(rng, bits, block, k, n, zp, bias)
+        yield "MatMulNBits", "b%d_blk%d_k%d%s%s" % (bits, block, k, "_zp" if zp else "", "_bias" if bias else ""), \
+            ins, attrs, dt, ["Y"]
+
+
+def run_onnxc(onnxc, path, ins, outs, tmp):
+    cmd = [onnxc, "run", path, "-o", os.path.join(tmp, "out")]
+    for name, a in ins.items():
+        if a is None:
+            continue
+        p = os.path.join(tmp, name + ".npy")
+        np.save(p, a)
+        cmd += ["--input", "%s=%s" % (name, p)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip() or r.stdout.strip())
+    return [np.load(os.path.join(tmp, "out", o + ".npy")) for o in outs if o]
+
+
+def run_ort(path, ins, outs):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return s.run([o for o in outs if o], {n: a for n, a in ins.items() if a is not None})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--onnxc", default="build/onnxc")
+    ap.add_argument("-k", action="append", default=[], help="only cases whose name contains this")
+    ap.add_argument("-v", action="store_true")
+    ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--atol", type=float, default=1e-5)
+    a = ap.parse_args()
+    rng = np.random.default_rng(0)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for op, tag, ins, attrs, dt, outs in cases(rng):
+            name = "%s.%s" % (op, tag)
+            if a.k and not any(k in name for k in a.k):
+                continue
+            path = os.path.join(tmp, name + ".onnx")
+            onnx.save(model(op, ins, outs, attrs, dt), path)
+            try:
+                want = run_ort(path, ins, outs)
+                got = run_onnxc(a.onnxc, path, ins, outs, tmp)
+                bad = []
+                for o, g, w in zip([o for o in outs if o], got, want):
+                    if g.shape != w.shape:
+                        bad.append("%s: shape %s, onnxruntime %s" % (o, g.shape, w.shape))
+                    elif not np.allclose(g, w, rtol=a.rtol, atol=a.atol):
+                        bad.append("%s: max abs error %.3g" % (o, float(np.max(np.abs(g - w)))))
+                    elif a.v:
+                        print("  %s: max abs error %.3g" % (o, float(np.max(np.abs(g - w))) if g.size else 0.0))
+            except Exception as e:  # an onnxc or onnxruntime failure is this case's failure
+                bad = [" / ".join(str(e).splitlines()[:3]) or type(e).__name__]
+            if bad:
+                failed += 1
+                print("FAIL %s: %s" % (name, "; ".join(bad)))
+            else:
+                passed += 1
+                if a.v:
+                    print("ok   %s" % name)
+    print("%d passed, %d failed, 0 skipped" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
