@@ -135,9 +135,9 @@ Kernel rt_kernel(OpId op)
 
 Kernel rt_node_kernel(const Node *n)
 {
-	if (n->domain == S_onnx)
+	if (n->domain == S_onnx && n->op != OP_GENERIC)
 		return rt_kernel(n->op);
-	return n->op == OP_GENERIC && n->domain == sym_cstr("com.microsoft") ? rt_ms_kernel(n->name) : NULL;
+	return n->op == OP_GENERIC ? rt_ms_kernel(n->domain, n->name) : NULL;
 }
 
 int rt_module_opset(const Module *m)

@@ -1,5 +1,6 @@
-/* kernels_ms.c - the ONNX Runtime contrib ops (domain com.microsoft) that
- * onnxc writes itself: -target=ort's fusions (passes/fuse_ort.c) and
+/* kernels_ms.c - the ONNX Runtime contrib ops (domain com.microsoft, and
+ * SimplifiedLayerNormalization, which ONNX Runtime has in the default
+ * domain) that onnxc writes: -target=ort's fusions (passes/fuse_ort.c) and
  * -quantize's MatMulNBits (passes/quantize.c), so `onnxc run`, `diff` and
  * `verify` run every file onnxc writes.
  *
@@ -19,6 +20,19 @@
  *                           s = input + skip (+ bias); LayerNormalization of
  *                           s over the last dim (epsilon, default 1e-12);
  *                           results: output, mean, inv_std_var, s
+ *   SimplifiedLayerNormalization(X, scale)   (default domain)
+ *                           X / sqrt(mean(X^2) + epsilon) * scale over the
+ *                           dims from axis (default -1) on; epsilon 1e-5;
+ *                           results Y[, inv_std_var]
+ *   SkipSimplifiedLayerNormalization(input, skip, gamma[, bias])
+ *                           the same of s = input + skip (+ bias) over the
+ *                           last dim, epsilon 1e-12; results output, mean
+ *                           (zeros: an RMS norm has none), inv_std_var, s
+ *   DynamicQuantizeMatMul(A, B, b_scale[, b_zero_point[, bias]])
+ *                           A quantized to u8 as DynamicQuantizeLinear does,
+ *                           times B (i8/u8 [K,N]) less its zero point,
+ *                           scaled by a_scale * b_scale (one, or one per
+ *                           column), plus the bias
  *   MatMulNBits(A, B, scales[, zero_points[, g_idx[, bias]]])
  *                           MatMul(A, W) (+ bias), W [K,N] dequantized from
  *                           B uint8 [N, nblocks, block_size * bits / 8]:
@@ -287,32 +301,181 @@ static Status k_matmul_nbits(const KCtx *k, RTensor *const *in, uint32_t nin, RT
 	return s;
 }
 
+/* ---- SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization ------------- */
+
+/* RMS normalisation of x over the dims from axis on: y = x / sqrt(mean(x^2)
+ * + eps) * scale (scale broadcast to x); inv, when asked for, gets each
+ * row's 1 / sqrt(mean(x^2) + eps). */
+static Status rms_norm(const KCtx *k, RTensor *x, RTensor *scale, int64_t axis_attr, double eps, RTensor **y,
+		       RTensor **inv)
+{
+	int32_t axis, rank;
+	int64_t shape[RT_MAX_RANK], rows = 1, len = 1;
+	RTensor *two[2] = { x, scale };
+	if (rt_axis(k, axis_attr, x->rank, &axis) != OK || rt_broadcast(k->n->loc, k->op, 2, two, &rank, shape) != OK)
+		return FAILED;
+	if (rank != x->rank || memcmp(shape, x->shape, sizeof *shape * (size_t)rank))
+		return rt_fail(k, "the scale must broadcast to the shape of the input");
+	for (int32_t d = 0; d < x->rank; d++) {
+		*(d < axis ? &rows : &len) *= x->shape[d];
+		shape[d] = d < axis ? x->shape[d] : 1;
+	}
+	*y = rt_new(k->n->loc, x->dtype, x->rank, x->shape);
+	if (inv)
+		*inv = *y ? rt_new(k->n->loc, DT_F32, x->rank, shape) : NULL;
+	if (!*y || (inv && !*inv)) {
+		rt_free(*y);
+		*y = NULL;
+		return FAILED;
+	}
+	RtIter it;
+	rt_iter_init(&it, x->rank, x->shape, 2, two);
+	for (int64_t r = 0; len && r < rows; r++) {
+		double sq = 0;
+		for (int64_t j = 0; j < len; j++) {
+			double v = rt_get_f(x, r * len + j);
+			sq += v * v;
+		}
+		double g = 1.0 / sqrt(sq / (double)len + eps);
+		for (int64_t j = 0; j < len; j++, rt_iter_next(&it))
+			rt_set_f(*y, r * len + j, rt_get_f(x, r * len + j) * g * rt_get_f(scale, it.off[1]));
+		if (inv)
+			rt_set_f(*inv, r, g);
+	}
+	return OK;
+}
+
+/* Results: Y[, inv_std_var]. */
+static Status k_simplified_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	if (need_floats(k, in, nin, 2) != OK)
+		return FAILED;
+	return rms_norm(k, in[0], in[1], rt_attr_int(k, "axis", -1), rt_attr_float(k, "epsilon", 1e-5), &out[0],
+			nout > 1 ? &out[1] : NULL);
+}
+
+/* (input, skip, gamma[, bias]) -> output, mean, inv_std_var, input + skip
+ * (+ bias); there is no mean in an RMS norm: that result is zeros. */
+static Status k_skip_simplified_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out,
+					  uint32_t nout)
+{
+	if (need_floats(k, in, nin, 3) != OK)
+		return FAILED;
+	RTensor *s1 = add_opt(k, in[0], in[1]);
+	RTensor *sum = s1 && nin > 3 && in[3] ? add_opt(k, s1, in[3]) : s1;
+	if (sum != s1)
+		rt_free(s1);
+	if (!sum)
+		return FAILED;
+	RTensor *inv = NULL;
+	Status s = rms_norm(k, sum, in[2], -1, rt_attr_float(k, "epsilon", 1e-12), &out[0], &inv);
+	if (s == OK && nout > 1 && !(out[1] = rt_new(k->n->loc, inv->dtype, inv->rank, inv->shape)))
+		s = FAILED;
+	if (s == OK && nout > 2) {
+		out[2] = inv;
+		inv = NULL;
+	}
+	if (s == OK && nout > 3) {
+		out[3] = sum;
+		sum = NULL;
+	}
+	rt_free(inv);
+	rt_free(sum);
+	return s;
+}
+
+/* ---- DynamicQuantizeMatMul -------------------------------------------------------- */
+
+/* A quantized as DynamicQuantizeLinear does (u8, per tensor, the range
+ * widened to hold 0; scale and zero point in f32, rounding half to even),
+ * then multiplied with B (i8 or u8 [K,N]) less its zero point, scaled by
+ * a_scale * b_scale (per tensor or per column), plus the bias. */
+static RTensor *dq_a(const KCtx *k, const RTensor *a)
+{
+	float lo = 0, hi = 0;
+	for (int64_t i = 0; i < a->numel; i++) {
+		float v = (float)rt_get_f(a, i);
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	float sc = (hi - lo) / 255.0f;
+	float zpf = sc != 0 ? nearbyintf(-lo / sc) : 0;
+	float zp = zpf < 0 ? 0 : zpf > 255 ? 255 : zpf;
+	RTensor *t = rt_new(k->n->loc, DT_F32, a->rank, a->shape);
+	for (int64_t i = 0; t && i < a->numel; i++) {
+		float q = sc != 0 ? nearbyintf((float)rt_get_f(a, i) / sc) + zp : zp;
+		q = q < 0 ? 0 : q > 255 ? 255 : q;
+		rt_set_f(t, i, (double)(q - zp) * sc);
+	}
+	return t;
+}
+
+static Status k_dynamic_quantize_matmul(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	if (need_floats(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
+		return nin < 3 || !in[1] || !in[2] ? rt_fail(k, "needs A, B and b_scale") : FAILED;
+	const RTensor *b = in[1], *bs = in[2], *bz = nin > 3 ? in[3] : NULL;
+	if ((b->dtype != DT_I8 && b->dtype != DT_U8) || b->rank != 2)
+		return rt_fail(k, "B must be a 2-D i8 or u8 tensor");
+	int64_t n = b->shape[1];
+	if (!dtype_is_float(bs->dtype) || (bs->numel != 1 && bs->numel != n))
+		return rt_fail(k, "b_scale must be one float or one per column of B");
+	if (bz && (bz->dtype != b->dtype || bz->numel != bs->numel))
+		return rt_fail(k, "b_zero_point must have B's dtype and b_scale's size");
+	RTensor *qa = dq_a(k, in[0]), *wb = rt_new(k->n->loc, DT_F32, 2, b->shape), *mm = NULL;
+	for (int64_t i = 0; wb && i < b->numel; i++) {
+		int64_t c = bs->numel == 1 ? 0 : i % n;
+		rt_set_f(wb, i, (double)(rt_get_i(b, i) - (bz ? rt_get_i(bz, c) : 0)) * rt_get_f(bs, c));
+	}
+	RTensor *args[2] = { qa, wb };
+	Status s = qa && wb ? std_op(k, OP_ONNX_MatMul, args, 2, &mm, 1) : FAILED;
+	rt_free(qa);
+	rt_free(wb);
+	RTensor *bias = nin > 4 ? in[4] : NULL;
+	if (s == OK) {
+		*out = bias ? add_opt(k, mm, bias) : mm;
+		if (bias)
+			rt_free(mm);
+		s = *out ? OK : FAILED;
+	}
+	return s;
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
-#define MS_KERNELS(X)                                   \
-	X("FusedMatMul", k_fused_matmul)                \
-	X("Gelu", k_gelu)                               \
-	X("BiasGelu", k_bias_gelu)                      \
-	X("FastGelu", k_fast_gelu)                      \
-	X("SkipLayerNormalization", k_skip_layernorm)   \
-	X("MatMulNBits", k_matmul_nbits)
+/* X(domain, name, kernel): SimplifiedLayerNormalization is ONNX Runtime's
+ * in the default domain (it refuses it under com.microsoft). */
+#define MS_KERNELS(X)                                                                   \
+	X("com.microsoft", "FusedMatMul", k_fused_matmul)                               \
+	X("com.microsoft", "Gelu", k_gelu)                                              \
+	X("com.microsoft", "BiasGelu", k_bias_gelu)                                     \
+	X("com.microsoft", "FastGelu", k_fast_gelu)                                     \
+	X("com.microsoft", "SkipLayerNormalization", k_skip_layernorm)                  \
+	X("com.microsoft", "MatMulNBits", k_matmul_nbits)                               \
+	X("onnx", "SimplifiedLayerNormalization", k_simplified_layernorm)               \
+	X("com.microsoft", "SkipSimplifiedLayerNormalization", k_skip_simplified_layernorm) \
+	X("com.microsoft", "DynamicQuantizeMatMul", k_dynamic_quantize_matmul)
 
-static const struct { const char *name; Kernel k; } ms_kernels[] = {
-#define X(name, fn) { name, fn },
+static const struct { const char *domain, *name; Kernel k; } ms_kernels[] = {
+#define X(domain, name, fn) { domain, name, fn },
 	MS_KERNELS(X)
 #undef X
 };
 
-Kernel rt_ms_kernel(Sym name)
+Kernel rt_ms_kernel(Sym domain, Sym name)
 {
-	const char *s = sym_str(name);
+	const char *d = sym_str(domain), *s = sym_str(name);
 	for (size_t i = 0; i < sizeof ms_kernels / sizeof *ms_kernels; i++)
-		if (strcmp(ms_kernels[i].name, s) == 0)
+		if (strcmp(ms_kernels[i].name, s) == 0 && strcmp(ms_kernels[i].domain, d) == 0)
 			return ms_kernels[i].k;
 	return NULL;
 }
 
-const char *rt_ms_kernel_name(size_t i)
+const char *rt_ms_kernel_name(size_t i, const char **domain)
 {
-	return i < sizeof ms_kernels / sizeof *ms_kernels ? ms_kernels[i].name : NULL;
+	if (i >= sizeof ms_kernels / sizeof *ms_kernels)
+		return NULL;
+	*domain = ms_kernels[i].domain;
+	return ms_kernels[i].name;
 }

@@ -173,7 +173,7 @@ Status rt_axis(const KCtx *k, int64_t axis, int32_t rank, int32_t *out);
 
 /* The kernel of an op, or NULL. */
 Kernel rt_kernel(OpId op);
-/* The kernel of a node: a standard op's, or a com.microsoft contrib op's
+/* The kernel of a node: a standard op's, or an ONNX Runtime contrib op's
  * (kernels_ms.c); NULL for anything else (ATen ops, function calls). */
 Kernel rt_node_kernel(const Node *n);
 /* Runs one node on its inputs under the given default-domain opset;
@@ -235,11 +235,13 @@ Kernel rt_elem_kernel(OpId op);
 Kernel rt_shape_kernel(OpId op);
 Kernel rt_math_kernel(OpId op);
 Kernel rt_nn_kernel(OpId op);
-/* The contrib ops of domain com.microsoft that onnxc writes, by name:
- * FusedMatMul, Gelu, BiasGelu, FastGelu, SkipLayerNormalization,
- * MatMulNBits.  rt_ms_kernel_name lists them (NULL past the end). */
-Kernel rt_ms_kernel(Sym name);
-const char *rt_ms_kernel_name(size_t i);
+/* ONNX Runtime's contrib ops that onnxc writes, by domain and name: of
+ * com.microsoft FusedMatMul, Gelu, BiasGelu, FastGelu,
+ * SkipLayerNormalization, SkipSimplifiedLayerNormalization, MatMulNBits,
+ * DynamicQuantizeMatMul; of the default domain SimplifiedLayerNormalization.
+ * rt_ms_kernel_name lists them (NULL past the end). */
+Kernel rt_ms_kernel(Sym domain, Sym name);
+const char *rt_ms_kernel_name(size_t i, const char **domain);
 
 /* ---- tensorio.c: .npy and safetensors files of runtime tensors ------------- */
 /* Readers return NULL after a diagnostic naming the file. */

@@ -49,8 +49,9 @@ static void list_kernels(void)
 	for (int op = 1; op < OP_COUNT; op++)
 		if (rt_kernel((OpId)op))
 			printf("onnx::%s\n", op_info[op].name);
-	for (size_t i = 0; rt_ms_kernel_name(i); i++)
-		printf("com.microsoft::%s\n", rt_ms_kernel_name(i));
+	const char *dom, *name;
+	for (size_t i = 0; (name = rt_ms_kernel_name(i, &dom)); i++)
+		printf("%s::%s\n", dom, name);
 }
 
 void run_add_input(RunInputs *o, const char *sub, const char *spec)

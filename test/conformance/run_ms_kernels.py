@@ -24,15 +24,18 @@ from onnx import TensorProto, helper
 
 F32 = TensorProto.FLOAT
 U8 = TensorProto.UINT8
+I8 = TensorProto.INT8
+DEFAULT_DOMAIN = {"SimplifiedLayerNormalization"}
 
 
 def model(op, inputs, outputs, attrs, dtypes):
-    """A one-node model: inputs {name: array}, outputs names ("" = omitted)."""
+    """A one-node model: inputs {name: array}, outputs names ("" = omitted);
+    ops of ONNX Runtime's default domain are named in DEFAULT_DOMAIN."""
     vin = [helper.make_tensor_value_info(n, dtypes.get(n, F32), list(a.shape))
            for n, a in inputs.items() if a is not None]
     names = [n for n in inputs]
     node = helper.make_node(op, [n if inputs.get(n) is not None else "" for n in names],
-                            outputs, domain="com.microsoft", **attrs)
+                            outputs, domain="" if op in DEFAULT_DOMAIN else "com.microsoft", **attrs)
     vout = [helper.make_tensor_value_info(n, F32, None) for n in outputs if n]
     g = helper.make_graph([node], op, vin, vout)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
@@ -74,6 +77,24 @@ def cases(rng):
     yield "SkipLayerNormalization", "rank2_eps_default", {"input": r((5, 32)).astype(f), "skip": r((5, 32)).astype(f),
                                                           "gamma": r(32).astype(f), "beta": r(32).astype(f)}, \
         {}, {}, ["out", "", "", "sum"]
+    x = r((2, 3, 16)).astype(f)
+    yield "SimplifiedLayerNormalization", "plain", {"X": x, "scale": r(16).astype(f)}, {"epsilon": 1e-5}, {}, ["Y"]
+    yield "SimplifiedLayerNormalization", "inv_default_eps", {"X": x, "scale": r(16).astype(f)}, {}, {}, ["Y", "inv"]
+    yield "SkipSimplifiedLayerNormalization", "gamma", {"input": x, "skip": r((2, 3, 16)).astype(f),
+                                                        "gamma": r(16).astype(f)}, {"epsilon": 1e-6}, {}, ["out"]
+    yield "SkipSimplifiedLayerNormalization", "bias_sum", {"input": x, "skip": r((2, 3, 16)).astype(f),
+                                                           "gamma": r(16).astype(f), "bias": r(16).astype(f)}, \
+        {}, {}, ["out", "", "", "sum"]
+    a = r((2, 3, 16)).astype(f)
+    yield "DynamicQuantizeMatMul", "i8_per_column_bias", \
+        {"A": a, "B": rng.integers(-128, 128, (16, 8), dtype=np.int8), "b_scale": (rng.random(8) * 0.05).astype(f),
+         "b_zero_point": None, "bias": r(8).astype(f)}, {}, {"B": I8}, ["Y"]
+    yield "DynamicQuantizeMatMul", "u8_zp", \
+        {"A": a, "B": rng.integers(0, 256, (16, 8), dtype=np.uint8), "b_scale": np.array([0.02], f),
+         "b_zero_point": np.array([128], np.uint8)}, {}, {"B": U8, "b_zero_point": U8}, ["Y"]
+    yield "DynamicQuantizeMatMul", "positive_a", \
+        {"A": np.abs(a) + 1, "B": rng.integers(-128, 128, (16, 4), dtype=np.int8),
+         "b_scale": np.array(0.03, f)}, {}, {"B": I8}, ["Y"]
     for bits, block, k, n, zp, bias in ((4, 32, 64, 8, False, False), (4, 16, 40, 6, True, False),
                                          (4, 32, 50, 5, False, True), (8, 16, 24, 7, True, True),
                                          (8, 32, 64, 4, False, False), (2, 16, 33, 3, True, False)):
