@@ -229,24 +229,27 @@ typedef struct NBits { int64_t K, N, block, nblk, blob, zrow; int bits; } NBits;
 
 static Status nbits_plan(const KCtx *k, RTensor *const *in, uint32_t nin, NBits *q)
 {
+	int64_t bits = rt_attr_int(k, "bits", 4);
 	*q = (NBits){ rt_attr_int(k, "K", -1), rt_attr_int(k, "N", -1), rt_attr_int(k, "block_size", -1), 0, 0, 0,
-		      (int)rt_attr_int(k, "bits", 4) };
+		      bits == 2 || bits == 4 || bits == 8 ? (int)bits : 0 };
 	if (need_floats(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
 		return nin < 3 || !in[1] || !in[2] ? rt_fail(k, "needs A, B and scales") : FAILED;
-	if (q->bits != 2 && q->bits != 4 && q->bits != 8)
-		return rt_fail(k, "bits = %d is not supported (2, 4 or 8)", q->bits);
-	if (q->K < 1 || q->N < 1 || q->block < 16 || (q->block & (q->block - 1)) || q->K > INT64_MAX / q->N)
-		return rt_fail(k, "K, N and block_size (a power of 2, at least 16) must be given");
-	q->nblk = (q->K + q->block - 1) / q->block;
+	if (!q->bits)
+		return rt_fail(k, "bits = %lld is not supported (2, 4 or 8)", (long long)bits);
+	if (q->K < 1 || q->N < 1 || q->block < 16 || q->block > (1 << 30) || (q->block & (q->block - 1)))
+		return rt_fail(k, "K and N must be positive, block_size a power of 2 from 16 to 2^30");
+	q->nblk = q->K / q->block + (q->K % q->block != 0);
 	q->blob = q->block * q->bits / 8;
 	q->zrow = (q->nblk * q->bits + 7) / 8;
-	if (in[1]->dtype != DT_U8 || in[1]->numel != q->N * q->nblk * q->blob)
+	/* Sizes compared in double: the attributes may be anything, a
+	 * tensor's size is exact there. */
+	if (in[1]->dtype != DT_U8 || (double)in[1]->numel != (double)q->N * (double)q->nblk * (double)q->blob)
 		return rt_fail(k, "B must be u8 [N, nblocks, block_size * bits / 8] = [%lld, %lld, %lld]", (long long)q->N,
 			       (long long)q->nblk, (long long)q->blob);
-	if (!dtype_is_float(in[2]->dtype) || in[2]->numel != q->N * q->nblk)
+	if (!dtype_is_float(in[2]->dtype) || (double)in[2]->numel != (double)q->N * (double)q->nblk)
 		return rt_fail(k, "scales must be N * nblocks = %lld floats", (long long)(q->N * q->nblk));
 	const RTensor *zp = nin > 3 ? in[3] : NULL;
-	if (zp && (zp->dtype != DT_U8 || zp->numel != q->N * q->zrow))
+	if (zp && (zp->dtype != DT_U8 || (double)zp->numel != (double)q->N * (double)q->zrow))
 		return rt_fail(k, "zero_points must be u8, N * ceil(nblocks * bits / 8) = %lld bytes",
 			       (long long)(q->N * q->zrow));
 	if (nin > 4 && in[4])
