@@ -9,8 +9,11 @@
  * other function bodies has been seen (Kahn's order on the call graph), so
  * a function called from a function is typed from its caller's inferred
  * body.  Then, callees first, an untyped result of a call takes the type
- * of the callee's output and the caller's body is inferred again.  Functions on a call cycle (ONNX forbids them) are inferred as
- * written.  Linear in the program's size.
+ * of the callee's output and the caller's body is inferred again.  An
+ * argument without a type counts as a disagreement.  Functions on a call
+ * cycle (ONNX forbids them) are inferred as written.  Linear in the
+ * program's size: each call is looked at twice, each body inferred at
+ * most twice.
  */
 #include <stdlib.h>
 #include "infer.h"
