@@ -1,6 +1,7 @@
 /* quantize.c - -quantize=int4|int8: weight-only quantization of the
  * constant weights of MatMul and Gemm, blockwise along K (the reduction
- * dim), round to nearest.
+ * dim), round to nearest; -quantize=int8-dynamic: int8 weights, A
+ * quantized at run time (below).
  *
  *   MatMul(a, w)  w: f32[K,N] a weight or constant, or Transpose(w') of
  *                 one w': f32[N,K]; Gemm(a, w[, c]) with transA = 0,
@@ -41,6 +42,20 @@
  * to a temporary file (ir/mapped.c) once it passes a slice, so the writer
  * streams it out as it streams a weight.  A 7B model's weights are never
  * all in memory.  A weight read by several MatMuls is quantized once.
+ *
+ * int8-dynamic: the weight, f32 only, as MatMulInteger's B: int8 [K,N],
+ * one f32 scale a column, s = max|x| / 127, symmetric codes (a [N,K]
+ * weight is transposed into a temporary file first; the weight is read
+ * twice, maxima then codes).  The node becomes
+ *   -target=onnx: DynamicQuantizeLinear(a) -> (a_q, a_s, a_zp),
+ *                 Cast(MatMulInteger(a_q, B, a_zp), f32) * (a_s * b_s)
+ *                 [+ c], n the last node (the form ONNX Runtime fuses into
+ *                 DynamicQuantizeMatMul)
+ *   -target=ort:  com.microsoft::DynamicQuantizeMatMul(a, B, b_s[, , c]),
+ *                 c the Gemm's bias or that of an Add reading n alone.
+ *
+ * -quantize-exclude=P,Q (every mode): a node whose weight name, node name
+ * or module path matches a glob stays as it is.
  *
  * Not quantized: weights of other dtypes, shapes that are not static, a
  * MatMul whose A has rank below 2 (ort), a Gemm whose bias is not a vector
