@@ -403,6 +403,8 @@ typedef struct Qz {
 	uint32_t *uses;
 	QOut *done[2];              /* by ValueId and K axis: the weight's quantized values */
 	Node **user;                /* int8-dynamic at ort: by ValueId, a node that reads it */
+	uint32_t *areads;           /* int8-dynamic at ort: by ValueId, the products quantized with it as A */
+	Node **aq;                  /* int8-dynamic at ort: by ValueId, A's DynamicQuantizeLinear */
 	uint32_t nv;                /* values before the pass */
 	uint32_t count;
 	Status st;
@@ -727,24 +729,50 @@ static Node *bias_add(Qz *z, const Node *n, ValueId w, int kaxis, ValueId *bias)
 	return add;
 }
 
+/* A's DynamicQuantizeLinear, shared by the products that read A, made
+ * before n, the first of them. */
+static Node *shared_quant(Qz *z, Graph *g, Node *n, ValueId a)
+{
+	if (z->aq[a])
+		return z->aq[a];
+	const Type *ta = val(z->m, a)->type;
+	Arena *ar = &z->m->arena;
+	Node *dq = node_before(z, g, n, OP_ONNX_DynamicQuantizeLinear, 3, 1, 0);
+	dq->args[0] = value_arg(a);
+	new_result(z, n, dq, 0, "a_quant", type_tensor(ar, DT_U8, ta->rank, ta->dims));
+	new_result(z, n, dq, 1, "a_scale", type_tensor(ar, DT_F32, 0, NULL));
+	new_result(z, n, dq, 2, "a_zero_point", type_tensor(ar, DT_U8, 0, NULL));
+	return z->aq[a] = dq;
+}
+
 /* -target=ort: n becomes com.microsoft::DynamicQuantizeMatMul(a, B,
- * b_scale, , bias) in place, taking over an Add of a bias after it. */
+ * b_scale, , bias) in place, taking over an Add of a bias after it; when
+ * other products read a too (attention's Q, K and V), a is quantized once
+ * and n becomes com.microsoft::MatMulIntegerToFloat(a_q, B, a_scale,
+ * b_scale, a_zp[, , bias]). */
 static void to_dynamic_ort(Qz *z, Graph *g, Node *n, ValueId w, int kaxis, const QOut *o, ValueId bias)
 {
 	Node *add = bias ? NULL : bias_add(z, n, w, kaxis, &bias);
 	ValueId a = operand(n, 0);
+	Node *dq = a < z->nv && z->areads[a] > 1 ? shared_quant(z, g, n, a) : NULL;
 	n->op = OP_GENERIC;
 	n->domain = sym_cstr("com.microsoft");
-	n->name = sym_cstr("DynamicQuantizeMatMul");
-	n->nargs = bias ? 5 : 3;
+	n->name = sym_cstr(dq ? "MatMulIntegerToFloat" : "DynamicQuantizeMatMul");
+	n->nargs = dq ? (bias ? 7 : 5) : bias ? 5 : 3;
 	n->args = ARENA_ARRAY(&z->m->arena, Arg, n->nargs);
-	n->args[0] = value_arg(a);
-	n->args[1] = value_arg(o->q);
-	n->args[2] = value_arg(o->scale);
-	if (bias) {
-		n->args[3] = (Arg){ .kind = A_NONE };
-		n->args[4] = value_arg(bias);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		n->args[i] = (Arg){ .kind = A_NONE };
+	if (dq) {
+		ValueId in[5] = { dq->res[0], o->q, dq->res[1], o->scale, dq->res[2] };
+		for (int i = 0; i < 5; i++)
+			n->args[i] = value_arg(in[i]);
+	} else {
+		n->args[0] = value_arg(a);
+		n->args[1] = value_arg(o->q);
+		n->args[2] = value_arg(o->scale);
 	}
+	if (bias)
+		n->args[n->nargs - 1] = value_arg(bias);
 	n->nkw = 0;
 	if (add) {
 		n->res[0] = add->res[0];
@@ -773,12 +801,21 @@ static int excluded(Qz *z, const Node *n, ValueId w)
 	return 0;
 }
 
+/* The weight n (a MatMul or Gemm) is quantized for; VNONE: n stays. */
+static ValueId taken(Qz *z, Node *n, int *kaxis, Node **tr, ValueId *bias)
+{
+	if (n->domain != S_onnx || (n->op != OP_ONNX_MatMul && n->op != OP_ONNX_Gemm) || n->nargs < 2 || n->nres != 1)
+		return VNONE;
+	ValueId w = weight_of(z, n, kaxis, tr);
+	return w && legal(z, n, w, *kaxis, bias) && !excluded(z, n, w) ? w : VNONE;
+}
+
 static void quantize_node(Qz *z, Graph *g, Node *n)
 {
 	int kaxis;
 	Node *tr;
-	ValueId bias, w = weight_of(z, n, &kaxis, &tr);
-	if (!w || !legal(z, n, w, kaxis, &bias) || excluded(z, n, w))
+	ValueId bias, w = taken(z, n, &kaxis, &tr, &bias);
+	if (!w)
 		return;
 	QOut *o = quantized(z, g, n, w, kaxis);
 	if (!o)
@@ -804,14 +841,18 @@ static Status quantize_graph(const GraphVisit *v, void *ctx)
 	Qz *z = ctx;
 	if (v->depth)
 		return OK;              /* weights live in the top-level graphs */
-	if (z->opt->quantize_dynamic && z->opt->target_ort)
-		for (Node *n = v->g->first; n; n = n->next)   /* the reader of a value read once */
-			for (uint32_t i = 0; i < n->nargs; i++)
-				if (n->args[i].kind == A_VALUE && n->args[i].u.v < z->nv)
-					z->user[n->args[i].u.v] = n;
+	for (Node *n = v->g->first; z->opt->quantize_dynamic && z->opt->target_ort && n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs; i++)    /* the reader of a value read once */
+			if (n->args[i].kind == A_VALUE && n->args[i].u.v < z->nv)
+				z->user[n->args[i].u.v] = n;
+		int kaxis;
+		Node *tr;
+		ValueId bias, a = operand(n, 0);
+		if (a && a < z->nv && taken(z, n, &kaxis, &tr, &bias))
+			z->areads[a]++;
+	}
 	for (Node *n = v->g->first; n; n = n->next)   /* new nodes go before n; an Add after it may go */
-		if (n->domain == S_onnx && (n->op == OP_ONNX_MatMul || n->op == OP_ONNX_Gemm) && n->nargs >= 2 && n->nres == 1)
-			quantize_node(z, v->g, n);
+		quantize_node(z, v->g, n);
 	return OK;
 }
 
@@ -841,12 +882,16 @@ Status pass_quantize(Module *m, const PassOptions *opt)
 	z.done[0] = xcalloc(nv + 1, sizeof(QOut));
 	z.done[1] = xcalloc(nv + 1, sizeof(QOut));
 	z.user = xcalloc(nv + 1, sizeof(Node *));
+	z.aq = xcalloc(nv + 1, sizeof(Node *));
+	z.areads = xcalloc(nv + 1, sizeof(uint32_t));
 	/* Values made here are past nv: the walk only looks up older ones. */
 	module_walk(m, WALK_GRAPHS, quantize_graph, &z);
 	rt_weights_close(&z.w);
 	free(z.done[0]);
 	free(z.done[1]);
 	free(z.user);
+	free(z.aq);
+	free(z.areads);
 	free(z.uses);
 	return z.count ? raise_opset(m, opt) : OK;
 }

@@ -17,7 +17,8 @@ export_for_generation with quantize="int4", target="ort" generates the
 tokens that generate() gives on the NumPy-dequantized model.
 
 quantize="int8-dynamic" (DynamicQuantTest) on a small BertModel, at both
-targets (MatMulInteger; com.microsoft::DynamicQuantizeMatMul): the int8
+targets (MatMulInteger; com.microsoft::DynamicQuantizeMatMul, and
+MatMulIntegerToFloat where Q, K and V share one quantized A): the int8
 codes and per-column scales in the file equal NumPy's (ref_dynamic), and
 ONNX Runtime's last hidden state is within cosine 0.9999 of PyTorch's
 float one; quantize_exclude leaves the products it matches float.
@@ -266,10 +267,14 @@ class DynamicQuantTest(unittest.TestCase):
         from onnx import numpy_helper
         model = small_bert()
         path, g = self.export(model, target, "bert_%s.onnx" % target)
-        op = "DynamicQuantizeMatMul" if target == "ort" else "MatMulInteger"
-        self.assertEqual(sum(n.op_type == op for n in g.node), 12)
-        if target == "onnx":
-            self.assertEqual(sum(n.op_type == "DynamicQuantizeLinear" for n in g.node), 12)
+        ops = {n.op_type: 0 for n in g.node}
+        for n in g.node:
+            ops[n.op_type] += 1
+        if target == "ort":   # Q, K and V read one quantized A: 3 a layer
+            self.assertEqual((ops.get("DynamicQuantizeMatMul"), ops.get("MatMulIntegerToFloat"),
+                              ops.get("DynamicQuantizeLinear")), (6, 6, 2))
+        else:
+            self.assertEqual((ops.get("MatMulInteger"), ops.get("DynamicQuantizeLinear")), (12, 12))
         inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
         linears = {name: mod for name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear)}
         seen = 0
@@ -303,10 +308,11 @@ class DynamicQuantTest(unittest.TestCase):
         """Patterns match a module's path (the first; a weight's name is
         its path plus ".weight") or the weight's name (the second)."""
         model = small_bert()
-        for target, op in (("onnx", "MatMulInteger"), ("ort", "DynamicQuantizeMatMul")):
+        for target, ops in (("onnx", ("MatMulInteger",)),
+                            ("ort", ("DynamicQuantizeMatMul", "MatMulIntegerToFloat"))):
             _, g = self.export(model, target, "bert_x_%s.onnx" % target,
                                quantize_exclude=["*.intermediate.dense", "encoder.layer.1.attention.*"])
-            self.assertEqual(sum(n.op_type == op for n in g.node), 12 - 2 - 4, target)
+            self.assertEqual(sum(n.op_type in ops for n in g.node), 12 - 2 - 4, target)
             import fnmatch
             kept = sorted(t.name for t in g.initializer if len(t.dims) == 2 and t.data_type == 1 and
                           ".weight" in t.name and not t.name.startswith("embeddings."))
