@@ -52,7 +52,10 @@
  *                 [+ c], n the last node (the form ONNX Runtime fuses into
  *                 DynamicQuantizeMatMul)
  *   -target=ort:  com.microsoft::DynamicQuantizeMatMul(a, B, b_s[, , c]),
- *                 c the Gemm's bias or that of an Add reading n alone.
+ *                 c the Gemm's bias or that of an Add reading n alone; the
+ *                 products that read one a share its DynamicQuantizeLinear
+ *                 and are com.microsoft::MatMulIntegerToFloat(a_q, B, a_s,
+ *                 b_s, a_zp[, , c]).
  *
  * -quantize-exclude=P,Q (every mode): a node whose weight name, node name
  * or module path matches a glob stays as it is.
