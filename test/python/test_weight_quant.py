@@ -320,6 +320,32 @@ class DynamicQuantTest(unittest.TestCase):
             self.assertTrue(all(fnmatch.fnmatch(k, "*.intermediate.dense.weight*") or
                                 k.startswith("encoder.layer.1.attention.") for k in kept), kept)
 
+    def test_cli(self):
+        """python -m onnxc --quantize int8-dynamic --quantize-exclude P,Q."""
+        import subprocess
+        src = os.path.join(self.dir, "mlp.py")
+        with open(src, "w") as f:
+            f.write("import torch\n"
+                    "class Net(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        self.a = torch.nn.Linear(16, 32)\n"
+                    "        self.b = torch.nn.Linear(32, 32)\n"
+                    "        self.c = torch.nn.Linear(32, 8)\n"
+                    "    def forward(self, x):\n"
+                    "        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))\n")
+        out = os.path.join(self.dir, "mlp.onnx")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        p = subprocess.run([sys.executable, "-m", "onnxc", "--module", src + ":Net", "--input-shape",
+                            "2,3,16", "--quantize", "int8-dynamic", "--quantize-exclude", "a,c.*",
+                            "-o", out], env=env, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        import onnx
+        g = onnx.load(out).graph
+        self.assertEqual(sum(n.op_type == "MatMulInteger" for n in g.node), 1)   # b only
+        self.assertEqual([t.name for t in g.initializer if t.data_type == onnx.TensorProto.INT8],
+                         ["b.weight_transpose_quant"])
+
     def test_flags(self):
         model = small_bert()
         for bad in (dict(quantize_block=64), dict(quantize_zero_points=True)):
