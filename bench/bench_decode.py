@@ -58,8 +58,9 @@ each file resampled).
 The encoder part (--no-encoders leaves it out): BERT-4L and DistilBERT-4L
 (hidden 768, batch 1, sequence 128, random weights) as onnxc fp32 against
 torch.onnx.export(dynamo=True), and onnxruntime.quantization.quantize_dynamic
-(int8 weights) of the peer's file against onnxc int8 when onnxc.export has
-`quantize=`.
+(int8 weights) of the peer's file against onnxc int8 (MatMulNBits, accuracy
+level 4) and onnxc int8-dynamic (quantize="int8-dynamic": MatMulInteger, and
+DynamicQuantizeMatMul with target="ort").
 
 The last lines give the versions and the machine's load average at the
 start and the end: the figures are only comparable within one run.
@@ -100,6 +101,8 @@ LABELS = {
     "genai-fp32": "ORT GenAI builder fp32",
     "genai-int4": "ORT GenAI builder int4",
     "peer-int8": "quantize_dynamic(peer) int8",
+    "onnxc-dyn": "onnxc int8-dynamic",
+    "onnxc-dyn-ort": "onnxc int8-dynamic -target=ort",
 }
 MAX_POSITIONS = 4096
 CHILD_ENV = dict(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
@@ -249,6 +252,10 @@ def build_encoder(job):
         kw = dict(external_data=True)
         if job["kind"] == "onnxc-int8":
             kw.update(target="ort", quantize="int8", quantize_accuracy_level=4)
+        elif job["kind"] == "onnxc-dyn":
+            kw.update(quantize="int8-dynamic")
+        elif job["kind"] == "onnxc-dyn-ort":
+            kw.update(target="ort", quantize="int8-dynamic")
         onnxc.export(model, args, path, **names, **kw)
     return path
 
@@ -568,7 +575,7 @@ def run_encoders(a, work, results):
         feed = {"input_ids": args[0].numpy(), "attention_mask": args[1].numpy()}
         del model
         files, rows = {}, {}
-        for kind in ("onnxc", "onnxc-int8", "peer"):
+        for kind in ("onnxc", "onnxc-int8", "onnxc-dyn", "onnxc-dyn-ort", "peer"):
             out = os.path.join(work, arch, kind)
             shutil.rmtree(out, ignore_errors=True)
             r = build({"kind": kind, "encoder": True, "arch": arch, "out": out,
@@ -705,7 +712,7 @@ def report(res, enc, a, load0, load1, wall):
                   "with its 95% interval; against PyTorch fp32):", ""]
         rows = []
         for arch, r in enc.items():
-            for k in ("onnxc", "onnxc-int8", "peer", "peer-int8"):
+            for k in ("onnxc", "onnxc-int8", "onnxc-dyn", "onnxc-dyn-ort", "peer", "peer-int8"):
                 b = r.get(k)
                 if b is None:
                     continue

@@ -23,6 +23,9 @@ typedef struct PassOptions {
 	int quantize_block;         /* quantize: values along K a scale covers (0: 32) */
 	int quantize_zero_points;   /* quantize: unsigned codes and a zero point a block */
 	int quantize_accuracy;      /* quantize: MatMulNBits' accuracy_level + 1; 0: not written */
+	int quantize_dynamic;       /* quantize: int8-dynamic (quantize_bits 8): MatMulInteger or
+				     * DynamicQuantizeMatMul, A quantized at run time */
+	const char *quantize_exclude; /* quantize: "P,Q" glob patterns of products left float; NULL: none */
 	int aten_fallback;          /* decompose: an ATen op kept (allow_custom_ops) is written
 				     * as org.pytorch.aten::ATen(operator = ...) */
 } PassOptions;

@@ -1,6 +1,7 @@
 /* quantize.c - -quantize=int4|int8: weight-only quantization of the
  * constant weights of MatMul and Gemm, blockwise along K (the reduction
- * dim), round to nearest.
+ * dim), round to nearest; -quantize=int8-dynamic: int8 weights, A
+ * quantized at run time (below).
  *
  *   MatMul(a, w)  w: f32[K,N] a weight or constant, or Transpose(w') of
  *                 one w': f32[N,K]; Gemm(a, w[, c]) with transA = 0,
@@ -42,11 +43,29 @@
  * streams it out as it streams a weight.  A 7B model's weights are never
  * all in memory.  A weight read by several MatMuls is quantized once.
  *
+ * int8-dynamic: the weight, f32 only, as MatMulInteger's B: int8 [K,N],
+ * one f32 scale a column, s = max|x| / 127, symmetric codes (a [N,K]
+ * weight is transposed into a temporary file first; the weight is read
+ * twice, maxima then codes).  The node becomes
+ *   -target=onnx: DynamicQuantizeLinear(a) -> (a_q, a_s, a_zp),
+ *                 Cast(MatMulInteger(a_q, B, a_zp), f32) * (a_s * b_s)
+ *                 [+ c], n the last node (the form ONNX Runtime fuses into
+ *                 DynamicQuantizeMatMul)
+ *   -target=ort:  com.microsoft::DynamicQuantizeMatMul(a, B, b_s[, , c]),
+ *                 c the Gemm's bias or that of an Add reading n alone; the
+ *                 products that read one a share its DynamicQuantizeLinear
+ *                 and are com.microsoft::MatMulIntegerToFloat(a_q, B, a_s,
+ *                 b_s, a_zp[, , c]).
+ *
+ * -quantize-exclude=P,Q (every mode): a node whose weight name, node name
+ * or module path matches a glob stays as it is.
+ *
  * Not quantized: weights of other dtypes, shapes that are not static, a
  * MatMul whose A has rank below 2 (ort), a Gemm whose bias is not a vector
  * of N (ort), graphs other than the top-level ones; Gather's embedding
  * table, even when it is the LM head's weight (the float copy stays for
  * the Gather).  Linear: one walk, use counts computed once. */
+#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +184,9 @@ static int clampi(float x, int lo, int hi)
 	return !(x >= (float)lo) ? lo : x > (float)hi ? hi : (int)x;
 }
 
+/* The symmetric code of x at scale s (s != 0). */
+static int sym_code(float x, float s, int qmax) { return clampi(rintf(x / s), -qmax, qmax); }
+
 /* The codes of the n values at x (n <= block), their scale and zero
  * point: symmetric codes are signed, the others unsigned (header). */
 static void quant_block(const Quant *q, const float *x, int n, int *code, float *scale, int *zp)
@@ -179,8 +201,7 @@ static void quant_block(const Quant *q, const float *x, int n, int *code, float 
 	float s = stored(q->dt, (hi - lo) / (float)qmax);
 	int z = q->zp && s != 0 ? clampi(rintf(-lo / s), 0, qmax) : 0;
 	for (int i = 0; i < n; i++)
-		code[i] = s == 0 ? z : q->zp ? clampi(rintf(x[i] / s) + (float)z, 0, qmax)
-					     : clampi(rintf(x[i] / s), -qmax, qmax);
+		code[i] = s == 0 ? z : q->zp ? clampi(rintf(x[i] / s) + (float)z, 0, qmax) : sym_code(x[i], s, qmax);
 	*scale = s;
 	*zp = z;
 }
@@ -304,17 +325,13 @@ static void run_kn_dq(Job *j, int *band)
 	}
 }
 
-/* A [K,N] weight for MatMulNBits: its output rows are the weight's
- * columns.  Reading a column band of every row would map most of the
- * weight at once (each fault maps the pages around it too), so the weight
- * is first transposed into a temporary file, a band of rows at a time
- * (runtime/transpose_stream.c), and that file's rows are quantized; the
- * file is unmapped, and so freed, once done. */
-static Status run_kn_nbits(Job *j)
+/* j->src, a rows x cols matrix, becomes its transpose in a temporary
+ * file, mapped for j (mapped_drop(j) frees it). */
+static Status transpose_src(Job *j, int64_t rows, int64_t cols)
 {
-	size_t es = (size_t)dtype_bits(j->q->dt) / 8, nbytes = (size_t)(j->k * j->n) * es;
+	size_t es = (size_t)dtype_bits(j->q->dt) / 8, nbytes = (size_t)(rows * cols) * es;
 	int fd = mapped_tmp();
-	if (fd < 0 || rt_transpose_to_fd(j->w, j->src, j->k, j->n, es, fd) != OK) {
+	if (fd < 0 || rt_transpose_to_fd(j->w, j->src, rows, cols, es, fd) != OK) {
 		if (fd >= 0)
 			close(fd);
 		return FAILED;
@@ -323,8 +340,59 @@ static Status run_kn_nbits(Job *j)
 	if (!t)
 		return FAILED;
 	j->src = t;
+	return OK;
+}
+
+/* A [K,N] weight for MatMulNBits: its output rows are the weight's
+ * columns.  Reading a column band of every row would map most of the
+ * weight at once (each fault maps the pages around it too), so the weight
+ * is first transposed into a temporary file, a band of rows at a time
+ * (runtime/transpose_stream.c), and that file's rows are quantized; the
+ * file is unmapped, and so freed, once done. */
+static Status run_kn_nbits(Job *j)
+{
+	if (transpose_src(j, j->k, j->n) != OK)
+		return FAILED;
 	run_rows(j, 1);
 	mapped_drop(j);
+	return OK;
+}
+
+/* int8-dynamic: B as MatMulInteger reads it, int8 [K,N] (a [N,K] weight
+ * is first transposed so), one f32 scale a column, s = max|x| / 127,
+ * symmetric codes.  The weight is read twice, a band of rows at a time:
+ * the columns' maxima, then the codes. */
+static Status run_dynamic(Job *j)
+{
+	if (j->kaxis && transpose_src(j, j->n, j->k) != OK)
+		return FAILED;
+	float *s = xcalloc((size_t)j->n, sizeof *s);
+	size_t row = (size_t)j->n * 4;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t done = 0;
+		for (int64_t r = 0; r < j->k; r++) {
+			const uint8_t *p = j->src + (size_t)r * row;
+			for (int64_t c = 0; c < j->n; c++) {
+				float x = elem(DT_F32, p, (size_t)c);
+				if (!pass)
+					s[c] = fabsf(x) > s[c] ? fabsf(x) : s[c];
+				else
+					sink_code(&j->codes, s[c] == 0 ? 0 : sym_code(x, s[c], 127));
+			}
+			size_t end = (size_t)(r + 1) * row;
+			if (end - done >= MAPPED_SLICE || r + 1 == j->k) {
+				rt_weights_release(j->w, j->src + done, end - done);
+				done = end;
+			}
+		}
+		for (int64_t c = 0; !pass && c < j->n; c++) {
+			s[c] /= 127.0f;
+			put_scale(&j->scales, DT_F32, s[c]);
+		}
+	}
+	free(s);
+	if (j->kaxis)
+		mapped_drop(j);
 	return OK;
 }
 
@@ -337,6 +405,10 @@ typedef struct Qz {
 	RtWeights w;
 	uint32_t *uses;
 	QOut *done[2];              /* by ValueId and K axis: the weight's quantized values */
+	Node **user;                /* int8-dynamic at ort: by ValueId, a node that reads it */
+	uint32_t *areads;           /* int8-dynamic at ort: by ValueId, the products quantized with it as A */
+	Node **aq;                  /* int8-dynamic at ort: by ValueId, A's DynamicQuantizeLinear */
+	uint32_t nv;                /* values before the pass */
 	uint32_t count;
 	Status st;
 } Qz;
@@ -419,13 +491,19 @@ static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis
 	j.k = kaxis ? j.cols : j.rows;
 	j.n = kaxis ? j.rows : j.cols;
 	j.nblk = (j.k + z->q.block - 1) / z->q.block;
-	int nbits = z->opt->target_ort;
+	int dyn = z->opt->quantize_dynamic, nbits = z->opt->target_ort && !dyn;
 	sink_init(&j.codes, z->q.bits);
 	sink_init(&j.scales, 8);
 	sink_init(&j.zps, z->q.bits);
-	Status st = run_job(&j, nbits);
+	Status st = dyn ? run_dynamic(&j) : run_job(&j, nbits);
 	Type *ty[3];
-	job_types(z, &j, nbits, &ty[0], &ty[1], &ty[2]);
+	if (dyn) {
+		int64_t b[2] = { j.k, j.n };
+		ty[0] = tensor_type(z->m, DT_I8, 2, b);
+		ty[1] = ty[2] = tensor_type(z->m, DT_F32, 1, b + 1);
+	} else {
+		job_types(z, &j, nbits, &ty[0], &ty[1], &ty[2]);
+	}
 	Tensor *tq = sink_tensor(z->m, &j.codes, ty[0]), *ts = sink_tensor(z->m, &j.scales, ty[1]);
 	Tensor *tz = sink_tensor(z->m, &j.zps, ty[2]);
 	if (st != OK || !tq || !ts || !tz)
@@ -531,6 +609,8 @@ static int legal(Qz *z, const Node *n, ValueId w, int kaxis, ValueId *bias)
 			return 0;
 		*bias = n->nargs > 2 ? operand(n, 2) : VNONE;
 	}
+	if (z->opt->quantize_dynamic && tw->dtype != DT_F32)
+		return 0;           /* the ops' scales and A are f32 */
 	if (!z->opt->target_ort)
 		return 1;
 	const Type *tc = *bias ? val(z->m, *bias)->type : NULL;
@@ -568,16 +648,188 @@ static void to_nbits(Qz *z, Node *n, ValueId w, int kaxis, const QOut *o, ValueI
 		n->kw[4] = int_attr("accuracy_level", z->opt->quantize_accuracy - 1);
 }
 
+/* ---- int8-dynamic's nodes ---------------------------------------------- */
+
+/* Result i of d, new, of type t, named after n's result with suffix. */
+static ValueId new_result(Qz *z, const Node *n, Node *d, uint32_t i, const char *suffix, Type *t)
+{
+	char buf[400];
+	snprintf(buf, sizeof buf, "%.300s_%s", sym_str(val(z->m, n->res[0])->name), suffix);
+	d->res[i] = value_new(z->m, value_fresh_name(z->m, sym_cstr(buf)), t, VK_NODE);
+	val(z->m, d->res[i])->def = d;
+	return d->res[i];
+}
+
+/* A node of op with n's provenance, before n. */
+static Node *node_before(Qz *z, Graph *g, Node *n, OpId op, uint32_t nres, uint32_t nargs, uint32_t nkw)
+{
+	Node *d = node_new_op(z->m, op, nres, nargs, nkw);
+	d->prov = n->prov;
+	d->loc = n->loc;
+	node_insert_before(g, n, d);
+	return d;
+}
+
+/* The onnx form: Cast(MatMulInteger(a_q, B, a_zp)) * (a_scale * b_scale)
+ * [+ bias], n becoming the last node (its result, name and provenance
+ * stay).  The form ONNX Runtime fuses into DynamicQuantizeMatMul. */
+static void to_dynamic_onnx(Qz *z, Graph *g, Node *n, const QOut *o, ValueId bias)
+{
+	ValueId a = operand(n, 0);
+	const Type *ta = val(z->m, a)->type, *ty = val(z->m, n->res[0])->type;
+	Arena *ar = &z->m->arena;
+	Node *dq = node_before(z, g, n, OP_ONNX_DynamicQuantizeLinear, 3, 1, 0);
+	dq->args[0] = value_arg(a);
+	new_result(z, n, dq, 0, "a_quant", type_tensor(ar, DT_U8, ta->rank, ta->dims));
+	new_result(z, n, dq, 1, "a_scale", type_tensor(ar, DT_F32, 0, NULL));
+	new_result(z, n, dq, 2, "a_zero_point", type_tensor(ar, DT_U8, 0, NULL));
+	Node *mi = node_before(z, g, n, OP_ONNX_MatMulInteger, 1, 3, 0);
+	mi->args[0] = value_arg(dq->res[0]);
+	mi->args[1] = value_arg(o->q);
+	mi->args[2] = value_arg(dq->res[2]);
+	new_result(z, n, mi, 0, "int", type_tensor(ar, DT_I32, ty->rank, ty->dims));
+	Node *c = node_before(z, g, n, OP_ONNX_Cast, 1, 1, 1);
+	c->args[0] = value_arg(mi->res[0]);
+	c->kw[0] = int_attr("to", dtype_onnx(DT_F32));
+	new_result(z, n, c, 0, "float", (Type *)ty);
+	Node *sc = node_before(z, g, n, OP_ONNX_Mul, 1, 2, 0);
+	sc->args[0] = value_arg(dq->res[1]);
+	sc->args[1] = value_arg(o->scale);
+	new_result(z, n, sc, 0, "scale", val(z->m, o->scale)->type);
+	ValueId last = VNONE;
+	if (bias) {
+		Node *mu = node_before(z, g, n, OP_ONNX_Mul, 1, 2, 0);
+		mu->args[0] = value_arg(c->res[0]);
+		mu->args[1] = value_arg(sc->res[0]);
+		last = new_result(z, n, mu, 0, "unbiased", (Type *)ty);
+	}
+	n->op = bias ? OP_ONNX_Add : OP_ONNX_Mul;
+	n->name = op_name_of(n->op);
+	n->nargs = 2;
+	n->args = ARENA_ARRAY(ar, Arg, 2);
+	n->args[0] = value_arg(bias ? last : c->res[0]);
+	n->args[1] = value_arg(bias ? bias : sc->res[0]);
+	n->nkw = 0;
+}
+
+/* An Add reading only n's result and a constant vector of N, which
+ * DynamicQuantizeMatMul takes as its bias; NULL if none. */
+static Node *bias_add(Qz *z, const Node *n, ValueId w, int kaxis, ValueId *bias)
+{
+	ValueId y = n->res[0];
+	Node *add = y < z->nv && z->uses[y] == 1 ? z->user[y] : NULL;
+	if (!add || add->op != OP_ONNX_Add || add->domain != S_onnx || add->nargs != 2 || add->nres != 1)
+		return NULL;
+	ValueId c = operand(add, 0) == y ? operand(add, 1) : operand(add, 0);
+	const Value *cv = c ? val(z->m, c) : NULL;
+	const Type *tc = cv ? cv->type : NULL;
+	if (!tc || tc->kind != TY_TENSOR || tc->dtype != DT_F32 || tc->rank != 1 || tc->dims[0].sym ||
+	    tc->dims[0].v != val(z->m, w)->type->dims[1 - kaxis].v ||
+	    !(cv->kind == VK_PARAM || cv->kind == VK_BUFFER || const_tensor(z->m, c)) ||
+	    !type_equal(val(z->m, add->res[0])->type, val(z->m, y)->type))
+		return NULL;
+	*bias = c;
+	return add;
+}
+
+/* A's DynamicQuantizeLinear, shared by the products that read A, made
+ * before n, the first of them. */
+static Node *shared_quant(Qz *z, Graph *g, Node *n, ValueId a)
+{
+	if (z->aq[a])
+		return z->aq[a];
+	const Type *ta = val(z->m, a)->type;
+	Arena *ar = &z->m->arena;
+	Node *dq = node_before(z, g, n, OP_ONNX_DynamicQuantizeLinear, 3, 1, 0);
+	dq->args[0] = value_arg(a);
+	new_result(z, n, dq, 0, "a_quant", type_tensor(ar, DT_U8, ta->rank, ta->dims));
+	new_result(z, n, dq, 1, "a_scale", type_tensor(ar, DT_F32, 0, NULL));
+	new_result(z, n, dq, 2, "a_zero_point", type_tensor(ar, DT_U8, 0, NULL));
+	return z->aq[a] = dq;
+}
+
+/* -target=ort: n becomes com.microsoft::DynamicQuantizeMatMul(a, B,
+ * b_scale, , bias) in place, taking over an Add of a bias after it; when
+ * other products read a too (attention's Q, K and V), a is quantized once
+ * and n becomes com.microsoft::MatMulIntegerToFloat(a_q, B, a_scale,
+ * b_scale, a_zp[, , bias]). */
+static void to_dynamic_ort(Qz *z, Graph *g, Node *n, ValueId w, int kaxis, const QOut *o, ValueId bias)
+{
+	Node *add = bias ? NULL : bias_add(z, n, w, kaxis, &bias);
+	ValueId a = operand(n, 0);
+	Node *dq = a < z->nv && z->areads[a] > 1 ? shared_quant(z, g, n, a) : NULL;
+	n->op = OP_GENERIC;
+	n->domain = sym_cstr("com.microsoft");
+	n->name = sym_cstr(dq ? "MatMulIntegerToFloat" : "DynamicQuantizeMatMul");
+	n->nargs = dq ? (bias ? 7 : 5) : bias ? 5 : 3;
+	n->args = ARENA_ARRAY(&z->m->arena, Arg, n->nargs);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		n->args[i] = (Arg){ .kind = A_NONE };
+	if (dq) {
+		ValueId in[5] = { dq->res[0], o->q, dq->res[1], o->scale, dq->res[2] };
+		for (int i = 0; i < 5; i++)
+			n->args[i] = value_arg(in[i]);
+	} else {
+		n->args[0] = value_arg(a);
+		n->args[1] = value_arg(o->q);
+		n->args[2] = value_arg(o->scale);
+	}
+	if (bias)
+		n->args[n->nargs - 1] = value_arg(bias);
+	n->nkw = 0;
+	if (add) {
+		n->res[0] = add->res[0];
+		val(z->m, n->res[0])->def = n;
+		node_remove(g, add);
+	}
+}
+
+/* n's weight w, or n itself, matches a pattern of -quantize-exclude=:
+ * the weight's name, the node's name or the path of a module it is in. */
+static int excluded(Qz *z, const Node *n, ValueId w)
+{
+	const char *p = z->opt->quantize_exclude;
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		char pat[256];
+		snprintf(pat, sizeof pat, "%.*s", (int)(len < 255 ? len : 255), p);
+		p += len + (p[len] == ',');
+		if (fnmatch(pat, sym_str(val(z->m, w)->name), 0) == 0 ||
+		    (n->node_name && fnmatch(pat, sym_str(n->node_name), 0) == 0))
+			return 1;
+		for (uint32_t i = 0; n->prov && i < n->prov->nscope; i++)
+			if (n->prov->scope[i].path && fnmatch(pat, sym_str(n->prov->scope[i].path), 0) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* The weight n (a MatMul or Gemm) is quantized for; VNONE: n stays. */
+static ValueId taken(Qz *z, Node *n, int *kaxis, Node **tr, ValueId *bias)
+{
+	if (n->domain != S_onnx || (n->op != OP_ONNX_MatMul && n->op != OP_ONNX_Gemm) || n->nargs < 2 || n->nres != 1)
+		return VNONE;
+	ValueId w = weight_of(z, n, kaxis, tr);
+	return w && legal(z, n, w, *kaxis, bias) && !excluded(z, n, w) ? w : VNONE;
+}
+
 static void quantize_node(Qz *z, Graph *g, Node *n)
 {
 	int kaxis;
 	Node *tr;
-	ValueId bias, w = weight_of(z, n, &kaxis, &tr);
-	if (!w || !legal(z, n, w, kaxis, &bias))
+	ValueId bias, w = taken(z, n, &kaxis, &tr, &bias);
+	if (!w)
 		return;
 	QOut *o = quantized(z, g, n, w, kaxis);
 	if (!o)
 		return;
+	if (z->opt->quantize_dynamic) {
+		if (z->opt->target_ort)
+			to_dynamic_ort(z, g, n, w, kaxis, o, bias);
+		else
+			to_dynamic_onnx(z, g, n, o, bias);
+		return;
+	}
 	if (z->opt->target_ort) {
 		to_nbits(z, n, w, kaxis, o, bias);
 		return;
@@ -592,11 +844,18 @@ static Status quantize_graph(const GraphVisit *v, void *ctx)
 	Qz *z = ctx;
 	if (v->depth)
 		return OK;              /* weights live in the top-level graphs */
-	for (Node *n = v->g->first, *next; n; n = next) {
-		next = n->next;
-		if (n->domain == S_onnx && (n->op == OP_ONNX_MatMul || n->op == OP_ONNX_Gemm) && n->nargs >= 2 && n->nres == 1)
-			quantize_node(z, v->g, n);
+	for (Node *n = v->g->first; z->opt->quantize_dynamic && z->opt->target_ort && n; n = n->next) {
+		for (uint32_t i = 0; i < n->nargs; i++)    /* the reader of a value read once */
+			if (n->args[i].kind == A_VALUE && n->args[i].u.v < z->nv)
+				z->user[n->args[i].u.v] = n;
+		int kaxis;
+		Node *tr;
+		ValueId bias, a = operand(n, 0);
+		if (a && a < z->nv && taken(z, n, &kaxis, &tr, &bias))
+			z->areads[a]++;
 	}
+	for (Node *n = v->g->first; n; n = n->next)   /* new nodes go before n; an Add after it may go */
+		quantize_node(z, v->g, n);
 	return OK;
 }
 
@@ -604,8 +863,8 @@ static Status quantize_graph(const GraphVisit *v, void *ctx)
  * converted (the driver refuses an -opset= below it). */
 static Status raise_opset(Module *m, const PassOptions *opt)
 {
-	if (opt->target_ort)
-		return OK;
+	if (opt->target_ort || opt->quantize_dynamic)
+		return OK;          /* DynamicQuantizeLinear is opset 11, MatMulInteger 10 */
 	int64_t now = opsets_onnx(&m->opsets, opt->opset);
 	if (now >= QZ_OPSET)
 		return OK;
@@ -622,14 +881,20 @@ Status pass_quantize(Module *m, const PassOptions *opt)
 					     opt->quantize_zero_points, DT_F32 },
 		 .w = { m, opt->weights_dir ? opt->weights_dir : ".", NULL } };
 	z.uses = module_use_counts(m, WALK_PROGRAM);
-	uint32_t nv = m->vals.n;
+	uint32_t nv = z.nv = m->vals.n;
 	z.done[0] = xcalloc(nv + 1, sizeof(QOut));
 	z.done[1] = xcalloc(nv + 1, sizeof(QOut));
+	z.user = xcalloc(nv + 1, sizeof(Node *));
+	z.aq = xcalloc(nv + 1, sizeof(Node *));
+	z.areads = xcalloc(nv + 1, sizeof(uint32_t));
 	/* Values made here are past nv: the walk only looks up older ones. */
 	module_walk(m, WALK_GRAPHS, quantize_graph, &z);
 	rt_weights_close(&z.w);
 	free(z.done[0]);
 	free(z.done[1]);
+	free(z.user);
+	free(z.aq);
+	free(z.areads);
 	free(z.uses);
 	return z.count ? raise_opset(m, opt) : OK;
 }

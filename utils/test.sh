@@ -356,7 +356,7 @@ counted wheel "rerun with $VPY test/wheel/test_wheel.py -v" \
 header "python (torch 2.x): test/python/test_quantized.py (quantized resnet18, mobilenet_v2) in $VENV"
 counted "quantized (torch 2.x)" "rerun with $VPY test/python/test_quantized.py -v -k NAME" \
   env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_quantized.py
-header "python (torch 2.x): test/python/test_weight_quant.py (-quantize=int4|int8 on a small Llama) in $VENV"
+header "python (torch 2.x): test/python/test_weight_quant.py (-quantize=int4|int8 on a small Llama, int8-dynamic on a small BERT) in $VENV"
 counted "weight quantization (torch 2.x)" "rerun with $VPY test/python/test_weight_quant.py -v -k NAME" \
   env ONNXC="$REPO/build/onnxc" "$VPY" test/python/test_weight_quant.py
 

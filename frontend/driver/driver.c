@@ -37,6 +37,8 @@ typedef struct Opts {
 	long quantize_block;        /* -quantize-block=N; 0: not given (32) */
 	int quantize_zero_points;   /* -quantize-zero-points */
 	int quantize_accuracy;      /* -quantize-accuracy-level=N: N + 1; 0: not given */
+	int quantize_dynamic;       /* -quantize=int8-dynamic */
+	const char *quantize_exclude; /* -quantize-exclude=P,Q; NULL: not given */
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
@@ -96,6 +98,12 @@ static const char usage_text[] =
 	"                           too) blockwise along K, rounding to nearest: with\n"
 	"                           -target=ort as com.microsoft::MatMulNBits, else as\n"
 	"                           DequantizeLinear with block_size (opset 21 or later)\n"
+	"  -quantize=int8-dynamic   int8 weights (one scale a column) and activations\n"
+	"                           quantized at run time: DynamicQuantizeLinear and\n"
+	"                           MatMulInteger, or with -target=ort\n"
+	"                           com.microsoft::DynamicQuantizeMatMul\n"
+	"  -quantize-exclude=P[,Q]  leave float the products whose weight name, node\n"
+	"                           name or module path matches a glob pattern P, Q\n"
 	"  -quantize-block=N        values along K that share a scale: a power of two\n"
 	"                           from 16 to 4096 (default 32)\n"
 	"  -quantize-zero-points    unsigned codes with a zero point a block (default:\n"
@@ -227,7 +235,7 @@ static const char *const option_names[] = {
 	"-allow-custom-ops", "-aten-fallback", "-print-after-all", "-print-after=", "-print-before=",
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
-	"-quantize=", "-quantize-block=", "-quantize-zero-points", "-quantize-accuracy-level=",
+	"-quantize=", "-quantize-exclude=", "-quantize-block=", "-quantize-zero-points", "-quantize-accuracy-level=",
 	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
@@ -401,11 +409,16 @@ static void parse_args(int argc, char **argv, Opts *o)
 		} else if (match(a, "-quantize-accuracy-level", &v)) {
 			parse_numeric(a, v, 0, 4, &n);
 			o->quantize_accuracy = (int)n + 1;
+		} else if (match(a, "-quantize-exclude", &v)) {
+			if (!*v || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+				usage_error("%s: expected a comma-separated list of patterns", a);
+			o->quantize_exclude = v;
 		} else if (strcmp(a, "-quantize-zero-points") == 0) {
 			o->quantize_zero_points = 1;
 		} else if (match(a, "-quantize", &v)) {
-			if (strcmp(v, "int4") != 0 && strcmp(v, "int8") != 0)
-				usage_error("-quantize=%s: the formats are int4 and int8", v);
+			o->quantize_dynamic = strcmp(v, "int8-dynamic") == 0;
+			if (strcmp(v, "int4") != 0 && strcmp(v, "int8") != 0 && !o->quantize_dynamic)
+				usage_error("-quantize=%s: the formats are int4, int8 and int8-dynamic", v);
 			o->quantize_bits = v[3] == '4' ? 4 : 8;
 		} else if (strcmp(a, "-outline") == 0) {
 			o->outline = 1;
@@ -424,13 +437,18 @@ static void parse_args(int argc, char **argv, Opts *o)
 	}
 	if (!o->input)
 		usage_error("%s", "no input file");
+	if (o->quantize_dynamic && (o->quantize_block || o->quantize_zero_points || o->quantize_accuracy))
+		usage_error("%s", "-quantize=int8-dynamic has one scale a column, no zero points and no accuracy "
+			    "level: -quantize-block, -quantize-zero-points and -quantize-accuracy-level are for int4|int8");
+	if (!o->quantize_bits && o->quantize_exclude)
+		usage_error("%s", "-quantize-exclude needs -quantize=");
 	if (!o->quantize_bits && (o->quantize_block || o->quantize_zero_points || o->quantize_accuracy))
 		usage_error("%s", o->quantize_block ? "-quantize-block needs -quantize=int4|int8"
 				  : o->quantize_accuracy ? "-quantize-accuracy-level needs -quantize=int4|int8"
 				  : "-quantize-zero-points needs -quantize=int4|int8");
 	if (o->quantize_accuracy && !o->target_ort)
 		usage_error("%s", "-quantize-accuracy-level is MatMulNBits' attribute: it needs -target=ort");
-	if (o->quantize_bits && !o->target_ort && o->w.opset && o->w.opset < 21) {
+	if (o->quantize_bits && !o->quantize_dynamic && !o->target_ort && o->w.opset && o->w.opset < 21) {
 		char opset[16];
 		snprintf(opset, sizeof opset, "%d", o->w.opset);
 		usage_error("-quantize at -target=onnx writes DequantizeLinear with block_size, which needs opset 21: "
@@ -488,7 +506,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline, o->target_ort, o->quantize_bits,
 			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy,
-			   o->aten_fallback };
+			   o->quantize_dynamic, o->quantize_exclude, o->aten_fallback };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;

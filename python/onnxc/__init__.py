@@ -181,19 +181,27 @@ def _external_flag(external_data):
     raise ValueError("external_data must be None, True or a file name, not %r" % (external_data,))
 
 
-def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quantize_accuracy_level=None):
+def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quantize_accuracy_level=None,
+                    quantize_exclude=None):
     """onnxc's -target= and -quantize flags for export's arguments."""
     if target not in (None, "onnx", "ort"):
         raise ValueError("target must be 'onnx' or 'ort', not %r" % (target,))
     flags = ["-target=" + target] if target else []
     if quantize is None or quantize is False:
-        if quantize_block is not None or quantize_zero_points or quantize_accuracy_level is not None:
-            raise ValueError("quantize_block, quantize_zero_points and quantize_accuracy_level need "
-                             "quantize='int4' or 'int8'")
+        if (quantize_block is not None or quantize_zero_points or quantize_accuracy_level is not None
+                or quantize_exclude):
+            raise ValueError("quantize_block, quantize_zero_points, quantize_accuracy_level and "
+                             "quantize_exclude need quantize='int4', 'int8' or 'int8-dynamic'")
         return flags
-    if quantize not in ("int4", "int8"):
-        raise ValueError("quantize must be 'int4' or 'int8', not %r" % (quantize,))
+    if quantize not in ("int4", "int8", "int8-dynamic"):
+        raise ValueError("quantize must be 'int4', 'int8' or 'int8-dynamic', not %r" % (quantize,))
     flags.append("-quantize=" + quantize)
+    if quantize_exclude:
+        pats = [quantize_exclude] if isinstance(quantize_exclude, str) else list(quantize_exclude)
+        if not pats or any(not p or "," in p for p in pats):
+            raise ValueError("quantize_exclude: glob patterns, none empty or holding a comma, not %r"
+                             % (quantize_exclude,))
+        flags.append("-quantize-exclude=" + ",".join(pats))
     if quantize_block is not None:
         flags.append("-quantize-block=%d" % int(quantize_block))
     if quantize_zero_points:
@@ -209,6 +217,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
            decompositions=None, verify=False, target=None, quantize=None,
            quantize_block=None, quantize_zero_points=False, quantize_accuracy_level=None,
+           quantize_exclude=None,
            operator_export_type=None, keep_initializers_as_inputs=False):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
@@ -266,7 +275,13 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
       quantize        "int4" or "int8": the weights of MatMul and Gemm
                       quantized blockwise along K (-quantize=, see
                       docs/weight_quantization.md): MatMulNBits with
-                      target="ort", else DequantizeLinear (opset 21 and up)
+                      target="ort", else DequantizeLinear (opset 21 and up);
+                      "int8-dynamic": int8 weights with a scale a column,
+                      activations quantized at run time (MatMulInteger, or
+                      DynamicQuantizeMatMul with target="ort")
+      quantize_exclude  a glob pattern or a list of them: the products whose
+                      weight name, node name or module path matches one stay
+                      float (-quantize-exclude=)
       quantize_block  values along K sharing a scale (a power of two from 16
                       to 4096; default 32)
       quantize_zero_points  True: unsigned codes with a zero point a block
@@ -302,9 +317,9 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     """
     onnxc = find_onnxc()
     qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target,
-                             quantize_accuracy_level)
+                             quantize_accuracy_level, quantize_exclude)
     if opset is None:
-        opset = 21 if quantize and target != "ort" else 20
+        opset = 21 if quantize and quantize != "int8-dynamic" and target != "ort" else 20
     user_decomps = _decomposition_sources(decompositions)
     if verify:
         try:

@@ -42,8 +42,11 @@ def main(argv=None):
                    help="default-domain opset (default 20; 21 with --quantize at the onnx target)")
     p.add_argument("--target", default=None, choices=("onnx", "ort"),
                    help="onnx (default): standard ops; ort: also ONNX Runtime's contrib ops")
-    p.add_argument("--quantize", default=None, choices=("int4", "int8"),
-                   help="quantize MatMul and Gemm weights blockwise along K")
+    p.add_argument("--quantize", default=None, choices=("int4", "int8", "int8-dynamic"),
+                   help="quantize MatMul and Gemm weights blockwise along K (int8-dynamic: "
+                        "a scale a column, activations quantized at run time)")
+    p.add_argument("--quantize-exclude", default=None, metavar="P[,Q]",
+                   help="glob patterns of weight names, node names or module paths left float")
     p.add_argument("--quantize-block", type=int, default=None, metavar="N",
                    help="values along K sharing a scale (default 32)")
     p.add_argument("--quantize-zero-points", action="store_true",
@@ -125,7 +128,8 @@ def main(argv=None):
 def _quant_args(a):
     return dict(target=a.target, quantize=a.quantize, quantize_block=a.quantize_block,
                 quantize_zero_points=a.quantize_zero_points,
-                quantize_accuracy_level=a.quantize_accuracy_level)
+                quantize_accuracy_level=a.quantize_accuracy_level,
+                quantize_exclude=a.quantize_exclude.split(",") if a.quantize_exclude else None)
 
 
 def _checkpoint(a):

@@ -983,8 +983,9 @@ class QuickStartTest(unittest.TestCase):
 
 
 def main(case=None, doc=None):
-    """Runs the tests of `case` (default ApiTest) with -v and -k; the last
-    line printed is the counts."""
+    """Runs the tests of `case`, a TestCase class or a list of them
+    (default: this file's), with -v and -k; the last line printed is the
+    counts."""
     ap = argparse.ArgumentParser(description=(doc or __doc__).split("\n\n")[0])
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("-k", dest="pattern", action="append", help="run tests matching PATTERN")
@@ -993,7 +994,7 @@ def main(case=None, doc=None):
     if a.pattern:
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
-                                for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
+                                for c in ((case if isinstance(case, list) else [case]) if case else [ApiTest, Torch2Test, ExportedModelTest,
                                                       DecompositionsAndVerifyTest,
                                                       NonTensorArgumentsTest, SymbolicOpsTest,
                                                       ErrorClassesTest, QuickStartTest])])

@@ -1,5 +1,6 @@
-"""Writes a safetensors file of numpy arrays, each in its own dtype, for
-the test scripts beside it (the standard library and numpy only)."""
+"""Writes (and reads back) a safetensors file of numpy arrays, each in its
+own dtype, for the test scripts beside it (the standard library and numpy
+only)."""
 import json
 import struct
 
@@ -23,3 +24,21 @@ def write(path, arrays):
         f.write(struct.pack("<Q", len(h)) + h)
         for a in arrays.values():
             f.write(np.ascontiguousarray(a).tobytes())
+
+
+def read(path):
+    """{name: array} of the file at path, each array a read-only map of
+    its bytes."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+    names = {v: k for k, v in DTYPES.items()}
+    out = {}
+    for name, v in hdr.items():
+        if name == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        dt = names[v["dtype"]]
+        out[name] = np.memmap(path, dt, "r", 8 + n + a, tuple(v["shape"])) if b > a else \
+            np.zeros(v["shape"], dt)
+    return out
