@@ -73,4 +73,8 @@ void fuse_lead_one_add(Fuse *f, Graph *g, Node *n);
  * it can do itself: n takes the pads and reads the Pad's input. */
 void fuse_pad(Fuse *f, Node *n);                   /* fuse_pad.c */
 
+/* The MatMulNBits products of one activation in top-level graph g become
+ * one and a Split (fuse_ort_products.c, run by fuse_ort). */
+void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms);
+
 #endif

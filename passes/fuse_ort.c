@@ -340,6 +340,45 @@ static int fuse_rms(FuseOrt *o, Node *n)
 	return 1;
 }
 
+/* ---- MatMulNBits with its bias ----------------------------------------- */
+
+/* v is a weight or constant (no node makes it). */
+static int is_constant(const FuseOrt *o, ValueId v)
+{
+	const Value *x = val(o->f.m, v);
+	return x->kind == VK_PARAM || x->kind == VK_BUFFER || const_tensor(o->f.m, v) != NULL;
+}
+
+/* n = Add(MatMulNBits(...), b) or Add(b, MatMulNBits(...)), the product
+ * read only here and without a bias, b a 1-D f32 constant of N: n
+ * becomes the MatMulNBits with b its bias (input 5). */
+static void fuse_nbits_bias(FuseOrt *o, Node *n)
+{
+	const Type *tr = fuse_ranked_type(&o->f, n->res[0]);
+	for (uint32_t side = 0; is_f32(tr) && side < 2; side++) {
+		ValueId p = operand(n, side), b = operand(n, 1 - side);
+		Node *d = p ? def_of(o->f.m, p) : NULL;
+		if (!d || d->domain != o->ms || d->name != sym_cstr("MatMulNBits") || d->nargs > 5 || operand(d, 5) ||
+		    !fuse_one_use(&o->f, p) || !type_equal(val(o->f.m, p)->type, tr) || !b || !is_constant(o, b))
+			continue;
+		int64_t nn = fuse_attr_int(d, "N", -1);
+		if (nn < 0 || !vec_of(o, b, (Dim){ nn, 0 }))
+			continue;
+		Arg *args = d->args;
+		Named *kw = d->kw;
+		uint32_t nargs = d->nargs, nkw = d->nkw;
+		set_ms(o, n, "MatMulNBits", 6, nkw);
+		for (uint32_t i = 0; i < 5; i++)
+			n->args[i] = i < nargs ? args[i] : (Arg){ .kind = A_NONE };
+		n->args[5] = fuse_value_arg(b);
+		memcpy(n->kw, kw, nkw * sizeof *kw);
+		o->f.uses[p]--;
+		/* dce keeps ops of other domains: the product taken in goes here. */
+		node_remove(d->graph, d);
+		return;
+	}
+}
+
 /* ---- the walk ---------------------------------------------------------- */
 
 static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
@@ -372,6 +411,9 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 		case OP_ONNX_Div:
 			fuse_matmul_scale(o, n);
 			break;
+		case OP_ONNX_Add:
+			fuse_nbits_bias(o, n);
+			break;
 		case OP_ONNX_Gelu:
 			fuse_gelu_ort(o, n);
 			break;
@@ -382,14 +424,18 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 			break;
 		}
 	}
+	if (!v->depth)
+		fuse_ort_products(o->f.m, &o->f.weights, v->g, o->ms);
 	return OK;
 }
 
 Status pass_fuse_ort(Module *m, const PassOptions *opt)
 {
-	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n, { m, ".", NULL }, opt->opset, 0 },
+	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
+			{ m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset, 0 },
 		      sym_cstr("com.microsoft"), xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t)) };
 	module_walk(m, WALK_PROGRAM, fuse_ort_graph, &o);
+	rt_weights_close(&o.f.weights);
 	free(o.pos);
 	free(o.f.uses);
 	return OK;
