@@ -266,6 +266,8 @@ void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms)
 		if (!product(m, ms, x))
 			continue;
 		ValueId a = operand(x, 0);
+		if (a >= nv)
+			continue;
 		prod[k] = x;
 		next[k] = UINT32_MAX;
 		if (last[a] != UINT32_MAX)
