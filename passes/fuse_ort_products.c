@@ -135,7 +135,7 @@ static size_t nbytes_of(Module *m, ValueId v)
 static const uint8_t *joined_bytes(Module *m, RtWeights *w, Node **mem, uint32_t k, uint32_t i, size_t total)
 {
 	int fd = total < MAPPED_SLICE ? -1 : mapped_tmp();
-	uint8_t *b = fd < 0 ? arena_alloc(&m->arena, total ? total : 1) : NULL;
+	uint8_t *b = total < MAPPED_SLICE ? arena_alloc(&m->arena, total ? total : 1) : NULL;
 	size_t off = 0;
 	int ok = total < MAPPED_SLICE || fd >= 0;
 	for (uint32_t j = 0; j < k && ok; j++) {
