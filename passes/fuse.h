@@ -55,6 +55,10 @@ void fuse_gelu(Fuse *f, Node *n);                  /* fuse_gelu.c */
  * its input in *x and the inner Mul's result (read only by n) in *inner;
  * else 0. */
 int fuse_gelu_form(const Fuse *f, const Node *n, ValueId *x, ValueId *inner);
+/* n, a Div or Mul, ends t / sqrt(mean_k(t^2) + eps) written out, of
+ * rank `rank` (the nodes inside read only by the pattern): t, k and eps
+ * set, 1; else 0. */
+int fuse_rms_form(const Fuse *f, const Node *n, int32_t rank, ValueId *t, int *k, double *eps);
 void fuse_attention(Fuse *f, Graph *g, Node *n);   /* fuse_attention.c */
 /* t = Transpose(x, p) with p a permutation of rank >= 2 dims (at most
  * 16): p with its last two entries swapped into p1 (Transpose(x, p) is
@@ -68,5 +72,9 @@ void fuse_lead_one_add(Fuse *f, Graph *g, Node *n);
 /* n, a Conv, ConvTranspose, AveragePool or MaxPool, reads a constant Pad
  * it can do itself: n takes the pads and reads the Pad's input. */
 void fuse_pad(Fuse *f, Node *n);                   /* fuse_pad.c */
+
+/* The MatMulNBits products of one activation in top-level graph g become
+ * one and a Split (fuse_ort_products.c, run by fuse_ort). */
+void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms);
 
 #endif

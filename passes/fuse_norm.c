@@ -85,6 +85,15 @@ static int match_core(const Fuse *f, const Node *n, int32_t rank, NormCore *c)
 	return 0;
 }
 
+int fuse_rms_form(const Fuse *f, const Node *n, int32_t rank, ValueId *t, int *k, double *eps)
+{
+	NormCore c;
+	if ((n->op != OP_ONNX_Div && n->op != OP_ONNX_Mul) || n->domain != S_onnx || !match_core(f, n, rank, &c))
+		return 0;
+	*t = c.t, *k = c.k, *eps = c.eps;
+	return 1;
+}
+
 /* x's dtype is f32, the result's type is x's, and the normalized dims are
  * static. */
 static int norm_types_ok(const Fuse *f, ValueId x, const Node *n, int k)

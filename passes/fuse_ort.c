@@ -14,6 +14,9 @@
  *   GELU, tanh form, or Gelu(tanh)         -> FastGelu(x)
  *       either of them on Add(x, bias)     -> BiasGelu(x, bias) / FastGelu(x, bias)
  *   LayerNormalization(Add(a, b), w[, c])  -> SkipLayerNormalization(a, b, w[, c])
+ *   Mul(w, x / sqrt(mean(x^2) + eps)) written out (fuse_norm.c's form),
+ *   or RMSNormalization(x, w)              -> SimplifiedLayerNormalization(x, w)
+ *       of x = Add(a, b)                   -> SkipSimplifiedLayerNormalization(a, b, w)
  *
  * Legality.  Every rewrite wants f32 (the contrib kernels of the CPU
  * provider are f32) and known ranks.  FusedMatMul transposes the last two
@@ -30,11 +33,18 @@
  * contrib op's default is not LayerNormalization's).  When a + b is read
  * elsewhere too (a residual stream), the node makes it as its fourth
  * result (input_skip_bias_sum) and stands where the Add stood, which w and
- * c must already be defined at.
+ * c must already be defined at.  SimplifiedLayerNormalization (ONNX
+ * Runtime's op, registered in the default domain, version 1: onnx's
+ * checker does not know it) normalizes x / sqrt(mean(x^2) + eps) over
+ * the last dim times w: the mean is over the last dim only, w is a 1-D
+ * f32 as long as it, x has the result's type, the written-out pattern's
+ * inner nodes feed nothing else (RMSNormalization: stash_type 1, no
+ * bias).  Of a sum it becomes SkipSimplifiedLayerNormalization under
+ * SkipLayerNormalization's conditions, its fourth result the sum.
  *
  * Each rewrite replaces the pattern's last node in place (result, name,
- * scope, location stay) but for the residual SkipLayerNormalization,
- * which replaces the Add and takes over the LayerNormalization's result;
+ * scope, location stay) but for a residual Skip(Simplified)LayerNormalization,
+ * which replaces the Add and takes over the normalization's result;
  * absorbed standard nodes are left for dce, which keeps ops of other
  * domains, so a FusedMatMul a scale takes in is removed here.  One walk
  * in order, linear. */
@@ -240,7 +250,9 @@ static int defined_before(const FuseOrt *o, ValueId v, ValueId at)
 	return !d || d->graph != a->graph || o->pos[v] < o->pos[at];
 }
 
-static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln)
+/* ln = LayerNormalization or SimplifiedLayerNormalization (`skip`
+ * names the contrib op it becomes) reading Add(a, b). */
+static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln, const char *skip)
 {
 	ValueId s = operand(ln, 0), w = operand(ln, 1), c = operand(ln, 2), r = ln->res[0];
 	Node *add = match_op(o->f.m, s, OP_ONNX_Add);
@@ -277,7 +289,7 @@ static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln)
 		node_remove(g, ln);
 	}
 	o->f.uses[s]--;
-	set_ms(o, at, "SkipLayerNormalization", c ? 4 : 3, 1);
+	set_ms(o, at, skip, c ? 4 : 3, 1);
 	at->nres = nres;
 	at->res = res;
 	at->args[0] = fuse_value_arg(a);
@@ -286,6 +298,85 @@ static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln)
 	if (c)
 		at->args[3] = fuse_value_arg(c);
 	at->kw[0] = float_attr("epsilon", eps);
+}
+
+/* ---- SimplifiedLayerNormalization -------------------------------------- */
+
+/* n = Mul(w, N) or Mul(N, w), N an RMS normalization over the last dim
+ * written out and read only there, or n = RMSNormalization(x, w) over
+ * the last dim: n becomes SimplifiedLayerNormalization(x, w), 1; else 0. */
+static int fuse_rms(FuseOrt *o, Node *n)
+{
+	const Type *tr = fuse_ranked_type(&o->f, n->res[0]);
+	ValueId x = VNONE, w = VNONE, core = VNONE;
+	double eps = 1e-5;
+	int k = 0;
+	if (!is_f32(tr) || tr->rank < 1 || tr->rank > 16 || n->nres != 1)
+		return 0;
+	if (n->op == OP_ONNX_RMSNormalization) {
+		int64_t axis = fuse_attr_int(n, "axis", -1);
+		x = operand(n, 0), w = operand(n, 1), k = axis == -1 || axis == tr->rank - 1;
+		eps = fuse_attr_float(n, sym_cstr("epsilon"), 1e-5);
+		if (fuse_attr_int(n, "stash_type", 1) != 1 || n->nargs != 2)
+			return 0;
+	}
+	for (uint32_t side = 0; n->op == OP_ONNX_Mul && side < 2 && !k; side++) {
+		Node *c = def_of(o->f.m, operand(n, side));
+		if (c && fuse_one_use(&o->f, operand(n, side)) && fuse_rms_form(&o->f, c, tr->rank, &x, &k, &eps))
+			core = operand(n, side), w = operand(n, 1 - side);
+	}
+	if (k != 1 || !x || !type_equal(val(o->f.m, x)->type, tr) || !vec_of(o, w, tr->dims[tr->rank - 1]))
+		return 0;
+	if (core) {
+		/* The pattern read x two or three times; the new node reads it once. */
+		o->f.uses[x] -= reads_in_chain(o, n, x, 8) - 1;
+		o->f.uses[core]--;
+	}
+	fuse_set_generic(&o->f, n, S_onnx, sym_cstr("SimplifiedLayerNormalization"), 2, 2);
+	n->args[0] = fuse_value_arg(x);
+	n->args[1] = fuse_value_arg(w);
+	n->kw[0] = int_attr("axis", -1);
+	n->kw[1] = float_attr("epsilon", eps);
+	return 1;
+}
+
+/* ---- MatMulNBits with its bias ----------------------------------------- */
+
+/* v is a weight or constant (no node makes it). */
+static int is_constant(const FuseOrt *o, ValueId v)
+{
+	const Value *x = val(o->f.m, v);
+	return x->kind == VK_PARAM || x->kind == VK_BUFFER || const_tensor(o->f.m, v) != NULL;
+}
+
+/* n = Add(MatMulNBits(...), b) or Add(b, MatMulNBits(...)), the product
+ * read only here and without a bias, b a 1-D f32 constant of N: n
+ * becomes the MatMulNBits with b its bias (input 5). */
+static void fuse_nbits_bias(FuseOrt *o, Node *n)
+{
+	const Type *tr = fuse_ranked_type(&o->f, n->res[0]);
+	for (uint32_t side = 0; is_f32(tr) && side < 2; side++) {
+		ValueId p = operand(n, side), b = operand(n, 1 - side);
+		Node *d = p ? def_of(o->f.m, p) : NULL;
+		if (!d || d->domain != o->ms || d->name != sym_cstr("MatMulNBits") || d->nargs > 5 || operand(d, 5) ||
+		    !fuse_one_use(&o->f, p) || !type_equal(val(o->f.m, p)->type, tr) || !b || !is_constant(o, b))
+			continue;
+		int64_t nn = fuse_attr_int(d, "N", -1);
+		if (nn < 0 || !vec_of(o, b, (Dim){ nn, 0 }))
+			continue;
+		Arg *args = d->args;
+		Named *kw = d->kw;
+		uint32_t nargs = d->nargs, nkw = d->nkw;
+		set_ms(o, n, "MatMulNBits", 6, nkw);
+		for (uint32_t i = 0; i < 5; i++)
+			n->args[i] = i < nargs ? args[i] : (Arg){ .kind = A_NONE };
+		n->args[5] = fuse_value_arg(b);
+		memcpy(n->kw, kw, nkw * sizeof *kw);
+		o->f.uses[p]--;
+		/* dce keeps ops of other domains: the product taken in goes here. */
+		node_remove(d->graph, d);
+		return;
+	}
 }
 
 /* ---- the walk ---------------------------------------------------------- */
@@ -308,30 +399,43 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 			break;
 		case OP_ONNX_Mul:
 			fuse_gelu_ort(o, n);
+			if (n->op == OP_ONNX_Mul && fuse_rms(o, n))
+				fuse_skip_norm(o, v->g, n, "SkipSimplifiedLayerNormalization");
 			if (n->op == OP_ONNX_Mul)
 				fuse_matmul_scale(o, n);
 			break;
+		case OP_ONNX_RMSNormalization:
+			if (fuse_rms(o, n))
+				fuse_skip_norm(o, v->g, n, "SkipSimplifiedLayerNormalization");
+			break;
 		case OP_ONNX_Div:
 			fuse_matmul_scale(o, n);
+			break;
+		case OP_ONNX_Add:
+			fuse_nbits_bias(o, n);
 			break;
 		case OP_ONNX_Gelu:
 			fuse_gelu_ort(o, n);
 			break;
 		case OP_ONNX_LayerNormalization:
-			fuse_skip_norm(o, v->g, n);
+			fuse_skip_norm(o, v->g, n, "SkipLayerNormalization");
 			break;
 		default:
 			break;
 		}
 	}
+	if (!v->depth)
+		fuse_ort_products(o->f.m, &o->f.weights, v->g, o->ms);
 	return OK;
 }
 
 Status pass_fuse_ort(Module *m, const PassOptions *opt)
 {
-	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n, { m, ".", NULL }, opt->opset, 0 },
+	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
+			{ m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset, 0 },
 		      sym_cstr("com.microsoft"), xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t)) };
 	module_walk(m, WALK_PROGRAM, fuse_ort_graph, &o);
+	rt_weights_close(&o.f.weights);
 	free(o.pos);
 	free(o.f.uses);
 	return OK;

@@ -14,7 +14,10 @@ Each model is compared in ONNX Runtime with
     0.97 (int4: 0.98 to 0.99 measured on this random two-layer model) and
     0.9999 (int8).
 export_for_generation with quantize="int4", target="ort" generates the
-tokens that generate() gives on the NumPy-dequantized model.
+tokens that generate() gives on the NumPy-dequantized model, for a Llama
+and for a Qwen2 (biased q/k/v projections), in ONNX Runtime's forms
+(SkipSimplifiedLayerNormalization, q/k/v and gate/up one MatMulNBits each,
+the biases MatMulNBits' own).
 
 quantize="int8-dynamic" (DynamicQuantTest) on a small BertModel, at both
 targets (MatMulInteger; com.microsoft::DynamicQuantizeMatMul, and
@@ -91,13 +94,20 @@ def cosine(a, b):
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
 
 
-def small_llama(seed=0):
+def small_llama(seed=0, arch="llama"):
     import transformers
     torch.manual_seed(seed)
-    cfg = transformers.LlamaConfig(hidden_size=128, intermediate_size=352, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2,
-                                   vocab_size=512, use_cache=False, tie_word_embeddings=False)
-    return transformers.LlamaForCausalLM(cfg).eval()
+    Config, Model = ((transformers.LlamaConfig, transformers.LlamaForCausalLM) if arch == "llama" else
+                     (transformers.Qwen2Config, transformers.Qwen2ForCausalLM))
+    cfg = Config(hidden_size=128, intermediate_size=352, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2,
+                 vocab_size=512, use_cache=False, tie_word_embeddings=False)
+    model = Model(cfg).eval()
+    with torch.no_grad():   # Qwen2's q/k/v biases start at zero: make them count
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
+                mod.bias.copy_(0.5 * torch.randn_like(mod.bias))
+    return model
 
 
 @unittest.skipUnless(TORCH2, "needs torch 2.x (the torch 2.x environment)")
@@ -133,7 +143,12 @@ class WeightQuantTest(unittest.TestCase):
         g = onnx.load(path, load_external_data=False).graph
         inits = {t.name for t in g.initializer}
         quantized = [n for n in g.node if n.op_type == ("MatMulNBits" if target == "ort" else "DequantizeLinear")]
-        self.assertEqual(len(quantized), 2 * 7 + 1)     # every Linear, the LM head too
+        if target == "ort":
+            # every Linear, the LM head too; q/k/v and gate/up one product each
+            self.assertEqual(len(quantized), 2 * 4 + 1)
+            self.assertEqual(sum(n.op_type == "Split" for n in g.node), 2 * 2)
+        else:
+            self.assertEqual(len(quantized), 2 * 7 + 1)
         if accuracy_level is not None:
             self.assertTrue(all(a.i == accuracy_level for n in quantized for a in n.attribute
                                 if a.name == "accuracy_level"))
@@ -185,13 +200,23 @@ class WeightQuantTest(unittest.TestCase):
             onnxc.export(model, (x,), os.path.join(self.dir, "old.onnx"), opset=20, quantize="int4")
 
     def test_generation_int4_ort(self):
+        self.check_generation("llama")
+
+    def test_generation_int4_ort_qwen2(self):
+        self.check_generation("qwen2")
+
+    def check_generation(self, arch):
         """export_for_generation(quantize="int4", target="ort"): greedy
         decoding in ONNX Runtime gives generate()'s tokens on the
         NumPy-dequantized model; the median decode step is printed next
-        to the float file's."""
+        to the float file's.  The decoder has ONNX Runtime's forms: RMS
+        normalizations as (Skip)SimplifiedLayerNormalization, one
+        MatMulNBits for q/k/v and one for gate/up a layer, Qwen2's biases
+        inside the MatMulNBits."""
+        import onnx
         import onnxruntime as ort
         from onnxc.generation import greedy
-        model = small_llama(1)
+        model = small_llama(1, arch)
         model.config.use_cache = True
         ref = dequantized_copy(model, 4, 32, False)
         prompt = torch.randint(0, 512, (1, 7))
@@ -208,8 +233,14 @@ class WeightQuantTest(unittest.TestCase):
             steps[name] = (time.perf_counter() - t0) / 16
             if name == "int4":
                 self.assertEqual(tokens.tolist(), want.tolist())
-        print("  generation: 16 tokens equal to generate() on the dequantized model; "
-              "mean step %.2f ms (int4) / %.2f ms (float)" % (steps["int4"] * 1e3, steps["float"] * 1e3))
+                ops = [n.op_type for n in onnx.load(os.path.join(out, "model.onnx"),
+                                                    load_external_data=False).graph.node]
+                self.assertEqual(ops.count("SkipSimplifiedLayerNormalization"), 2 * 2)
+                self.assertEqual(ops.count("SimplifiedLayerNormalization"), 1)
+                self.assertEqual(ops.count("MatMulNBits"), 2 * 4 + 1)
+                self.assertNotIn("Pow", ops)
+        print("  generation (%s): 16 tokens equal to generate() on the dequantized model; "
+              "mean step %.2f ms (int4) / %.2f ms (float)" % (arch, steps["int4"] * 1e3, steps["float"] * 1e3))
 
 
 def ref_dynamic(w):
