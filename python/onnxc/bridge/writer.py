@@ -371,7 +371,8 @@ class _Printer:
         return lines
 
     def graph_meta(self, outs):
-        """The graph's meta(...) entries: the named dims' ranges, and, on the
+        """The graph's meta(...) entries: the named dims' ranges (`{}` for
+        none), and, on the
         values (`input:NAME:KEY`, `initializer:...`, `output:...`,
         docs/onnx.md), the FX name of each input, weight and output whose
         name differs from it, non-persistent buffers, and the kind of the
@@ -389,10 +390,10 @@ class _Printer:
         for v in ex.dims.names.values():
             if isinstance(v, str) and v not in names:
                 names.append(v)
-        if names:
-            text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
-                             for n in names)
-            meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
+        # `{}` when nothing is dynamic, as torch.export prints a program's.
+        text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
+                         for n in names)
+        meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
         renamed = []
         for node in ex.gm.graph.nodes:
             kind_key = ex.placeholders.get(node)
