@@ -21,6 +21,7 @@ from .common import (
 from .dims import _Dims, _dim_ident
 from .meta import _short_path, located
 from .experts import TRACED as _EXPERTS_TRACED
+from . import attrs as _attrs
 
 
 # ---------------------------------------------------------------------------
@@ -580,7 +581,10 @@ class _Printer:
             if any(t != "?" for t in types):
                 text += " : " + tystr
         prov = self.provenance(node)
-        prov.append("meta(%s: %s)" % (_quote("pkg.torch.onnx.fx_node"), _quote(node.format_node())))
+        meta = "%s: %s" % (_quote("pkg.torch.onnx.fx_node"), _quote(node.format_node()))
+        if _attrs.KEY in node.meta:   # the module attribute a literal is (bridge/attrs.py)
+            meta += ", %s: %s" % (_quote(_attrs.KEY), _quote(node.meta[_attrs.KEY]))
+        prov.append("meta(%s)" % meta)
         out = [text]
         if prov:
             out.append("    " + " ".join(prov))
