@@ -599,6 +599,54 @@ class TorchFormTest(TempDirTest):
         self.assertLessEqual(float(np.abs(got[0] - want.numpy()).max()), TOLERANCE)
         self.assertTrue(np.array_equal(got[1], model.calls.numpy()))
 
+
+class Factor(torch.nn.Module):
+    """A Linear scaled by an annotated float attribute."""
+    factor: float
+
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * self.factor
+
+
+class TwoFactors(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = Factor(2.0), Factor(3.0)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+class ModuleAttributeTest(TempDirTest):
+    """outline=True: module attributes as local-function attributes."""
+
+    check_runs = ApiTest.check_runs
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_instances_share_a_function_with_the_attribute_named(self):
+        """Two Factor instances differ only in `factor: float`: one function,
+        whose attribute is `factor`, each call passing its own value; the
+        file matches PyTorch in onnxruntime."""
+        model = TwoFactors().eval()
+        x = torch.randn(2, 4)
+        f = self.path("factors.onnx")
+        onnxc.export(model, (x,), f, outline=True)
+        m = onnx.load(f)
+        fn = [g for g in m.functions if g.name == "Factor"]
+        self.assertEqual(len(fn), 1, [g.name for g in m.functions])
+        self.assertEqual(list(fn[0].attribute) + [a.name for a in fn[0].attribute_proto],
+                         ["factor"])
+        calls = [n for n in m.graph.node if n.op_type == "Factor"]
+        got = [float(onnx.numpy_helper.to_array(a.t)) for n in calls for a in n.attribute
+               if a.name == "factor"]
+        self.assertEqual(got, [model.a.factor, model.b.factor])
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
 SCALED_TANH = """decomp mylib::scaled_tanh(%x, $alpha) {
   %t = onnx::Tanh(%x)
   %a = aten::_onnxc_const($alpha) : f32
@@ -1076,7 +1124,8 @@ def main(case=None, doc=None):
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
                                 for c in ([case] if case else [ApiTest, Torch2Test, ExportedModelTest,
-                                                      TorchFormTest, DecompositionsAndVerifyTest,
+                                                      TorchFormTest, ModuleAttributeTest,
+                                                      DecompositionsAndVerifyTest,
                                                       NonTensorArgumentsTest, SymbolicOpsTest,
                                                       ErrorClassesTest, QuickStartTest])])
     result = unittest.TextTestRunner(verbosity=2 if a.verbose else 1, stream=sys.stdout).run(suite)
