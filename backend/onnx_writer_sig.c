@@ -53,7 +53,7 @@ static const char *token(Writer *w, const char *p, Str *t)
 		*t = (Str){ p, n };
 		return p + n;
 	}
-	char *buf = arena_alloc(w->a, strlen(p) + 1);
+	char *buf = arena_alloc(w->a, strcspn(p, "\n") + 1);   /* the rest of the line */
 	size_t n = 0;
 	for (p++; *p && *p != '"'; p++) {
 		if (*p == '\\' && p[1])
