@@ -65,6 +65,9 @@ Onnx__AttributeProto *attr_proto(Writer *w, const Node *n, const Named *kw);
 void prov_props(Writer *w, const Prov *p, Onnx__NodeProto *np);
 void signature_props(Writer *w, const Graph *g, Onnx__GraphProto *p);
 
+/* onnx_writer_sig.c */
+const char *torch_signature(Writer *w, const char *sig, const MetaProp *meta, uint32_t nmeta);
+
 /* onnx_writer_names.c */
 void take_name(Names *nm, Sym s);
 Sym op_type(Sym name);

@@ -315,6 +315,9 @@ void signature_props(Writer *w, const Graph *g, Onnx__GraphProto *p)
 	if (!sig)
 		sig = plain_signature(w, g, p);
 	output_kinds(w, sig, sl + nin, p->n_output);
+	for (size_t i = 0; i < p->n_metadata_props; i++)
+		if (!strcmp(p->metadata_props[i]->key, SIG_TEXT))
+			p->metadata_props[i]->value = (char *)torch_signature(w, sig, g->meta, g->nmeta);
 	value_meta(w, p, sl, ns);
 	for (uint32_t i = 0; i < ns; i++) {
 		*sl[i].np = sl[i].props.n;

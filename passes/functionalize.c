@@ -24,9 +24,11 @@
  * the pass is linear in the graph.
  *
  * At the end, a mutated graph input, parameter or buffer has its latest
- * version returned as an extra output after the user outputs, and the
- * graph gets a `pkg.torch.export.ExportedProgram.graph_signature` metadata entry that says
- * which output is which (docs/functionalize.md).  Subgraphs are walked as
+ * version returned as an extra output after the user outputs, and every
+ * top-level graph gets a `pkg.torch.export.ExportedProgram.graph_signature`
+ * metadata entry that says which input and output is which
+ * (docs/functionalize.md); one already there (read from a model) is kept
+ * when nothing is mutated.  Subgraphs are walked as
  * scopes of their own from the node that holds them, and local function
  * bodies before the graphs, callees first.
  *

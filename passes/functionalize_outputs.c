@@ -146,7 +146,17 @@ static void describe_inputs(Functionalize *f, Buf *b)
 	}
 }
 
-/* User outputs read the latest versions; mutated storages are appended. */
+static int has_signature(const Graph *g)
+{
+	for (uint32_t i = 0; i < g->nmeta; i++)
+		if (g->meta[i].key.n == sizeof SIG_KEY - 1 && !memcmp(g->meta[i].key.s, SIG_KEY, g->meta[i].key.n))
+			return 1;
+	return 0;
+}
+
+/* User outputs read the latest versions; mutated storages are appended.
+ * The signature is written here, before any pass folds or merges a
+ * parameter, so that it is the program's as captured. */
 void fz_finish_graph(Functionalize *f)
 {
 	Graph *g = f->g;
@@ -156,8 +166,8 @@ void fz_finish_graph(Functionalize *f)
 			g->out[i] = fz_current(f, fz_canon(f, g->out[i]), NULL);
 	for (uint32_t i = 0; i < nstorage(g); i++)
 		nmut += is_storage(f, i) && fz_is_mutated(f, storage_at(g, i));
-	if (!nmut)
-		return;
+	if (!nmut && has_signature(g))
+		return;                 /* one read from a model is kept */
 	Buf b = { 0 };
 	describe_inputs(f, &b);
 	for (uint32_t i = 0; i < nuser; i++)

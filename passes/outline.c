@@ -23,7 +23,8 @@
  * constant attributes does.  Literal tokens that may become attributes
  * hash by their kind only, so such instances meet in one bucket; the
  * instances of one depth are encoded first and grouped, a literal that
- * differs within a group becomes an attribute (named after the node's
+ * differs within a group becomes an attribute (named after the module
+ * attribute the bridge matched the literal to, else after the node's
  * attribute, `value` for a constant), and the others stay in the body.  A
  * function made earlier is reused when every literal it fixed is the
  * group's too.
@@ -675,9 +676,24 @@ static int body_fits(const Body *b, const Enc *r)
 	return 1;
 }
 
+/* The name of a function attribute made from attribute kw of n: the
+ * module attribute the bridge found the literal to be
+ * (`meta("pkg.onnxc.module_attribute": "factor")`), else kw's own name. */
+static Sym attr_name(const Node *n, uint32_t kw)
+{
+	static const char key[] = "pkg.onnxc.module_attribute";
+	for (uint32_t i = 0; n->prov && i < n->prov->nmeta; i++) {
+		const MetaProp *mp = &n->prov->meta[i];
+		if (mp->key.n == sizeof key - 1 && !memcmp(mp->key.s, key, mp->key.n) && mp->val.n)
+			return sym_intern(mp->val.s, mp->val.n);
+	}
+	return n->kw[kw].name;
+}
+
 /* The function the group whose first instance is r calls: one made before
  * that fits it, or a new one whose attributes are the literals that vary
- * in the group, named after the attribute they were. */
+ * in the group, named after the module attribute or the op attribute they
+ * were. */
 static Body *func_for(Outline *o, const Inst *x, Enc *r)
 {
 	uint64_t h = tok_hash(r->tok, r->ntok);
@@ -696,7 +712,7 @@ static Body *func_for(Outline *o, const Inst *x, Enc *r)
 			continue;
 		Site s = r->site[p];
 		const Node *n = s.k >= 0 ? o->node[x->mem.v[s.k]] : def_of(o->m, r->consts[-1 - s.k]);
-		b->attr[p] = unique_name(&names, n->kw[s.kw].name, 2);
+		b->attr[p] = unique_name(&names, attr_name(n, s.kw), 2);
 	}
 	hashmap_free(&names);
 	XVEC_PUSH(o->all, b);

@@ -180,14 +180,19 @@ class ContractTest(test_api.TempDirTest):
         graph_meta = dict(meta(m.graph, 16))
         self.assertEqual(graph_meta.pop("pkg.torch.export.ExportedProgram.range_constraints"),
                          "{batch: VR[2, int_oo]}")
-        # The graph signature is written on every model, one line a spec.
+        # The graph signature is written on every model, in the text
+        # torch.export prints for a program's, under the FX graph's names
+        # (the trace's, not output_names').
+        orig = "pkg.torch.onnx.original_node_name"
+        fx_name = {v.name: dict(meta(v, 4 if i < 2 else 16))[orig] for i, part in
+                   enumerate((m.graph.input, m.graph.output, m.graph.initializer)) for v in part}
+        params = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
         self.assertEqual(graph_meta, {"pkg.torch.export.ExportedProgram.graph_signature":
-                                      "input user_input x\n"
-                                      "input parameter fc1.weight fc1.weight\n"
-                                      "input parameter fc1.bias fc1.bias\n"
-                                      "input parameter fc2.weight fc2.weight\n"
-                                      "input parameter fc2.bias fc2.bias\n"
-                                      "output user_output logits\n"})
+                                      "\n# inputs\n"
+                                      + "".join("%s: PARAMETER target='%s'\n" % (fx_name[p], p)
+                                                for p in params)
+                                      + "%s: USER_INPUT\n" % fx_name["x"]
+                                      + "\n# outputs\n%s: USER_OUTPUT\n" % fx_name["logits"]})
         keys = {}
         for n in m.graph.node:
             props = dict(meta(n, 9))

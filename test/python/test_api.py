@@ -517,6 +517,136 @@ class Torch2Test(TempDirTest):
                 self.assertLess(float(np.abs(got - ref).max()), 1e-4, (impl, ids.shape))
 
 
+class Scaled(torch.nn.Module):
+    """A Linear whose output is scaled by a buffer and offset by a buffer
+    that is not saved (persistent=False)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.register_buffer("scale", torch.full((3,), 2.0))
+        self.register_buffer("offset", torch.ones(3), persistent=False)
+
+    def forward(self, x):
+        return self.fc(x) * self.scale + self.offset
+
+
+class Counts(Scaled):
+    """Scaled that also counts its calls in a buffer (a mutation)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(3))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return super().forward(x) + self.calls
+
+
+def _graph_meta(model_proto):
+    return {p.key: p.value for p in model_proto.graph.metadata_props}
+
+
+class TorchFormTest(TempDirTest):
+    """The graph signature and range constraints in the text
+    torch.onnx.export(dynamo=True) writes for the same module."""
+
+    check_runs = ApiTest.check_runs
+
+    def peer_meta(self, model, args):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return _graph_meta(torch.onnx.export(model, args, dynamo=True).model_proto)
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_signature_as_the_peer_writes_it(self):
+        """At -O2 fc.weight is folded into its transpose: the signature
+        still names it, under the program's names (p_fc_weight), with the
+        buffers' persistence; range_constraints is {} as nothing is
+        dynamic.  The same text as the peer's, key for key."""
+        model = Scaled().eval()
+        x = torch.randn(2, 4)
+        f = self.path("scaled.onnx")
+        onnxc.export(model, (x,), f)
+        m = onnx.load(f)
+        self.assertNotIn("fc.weight", [t.name for t in m.graph.initializer])
+        peer = self.peer_meta(model, (x,))
+        ours = _graph_meta(m)
+        for key in ("pkg.torch.export.ExportedProgram.graph_signature",
+                    "pkg.torch.export.ExportedProgram.range_constraints"):
+            self.assertEqual(ours.get(key), peer[key], key)
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_mutation_signature_has_the_peers_kinds(self):
+        """A buffer the module writes is a BUFFER_MUTATION output listed
+        before the user output, as in the peer's text; the names of the
+        outputs are onnxc's (the captured program still holds the in-place
+        op, which the peer's functionalized program renamed), so each line
+        is compared from its kind on."""
+        model = Counts().eval()
+        x = torch.randn(2, 4)
+        f = self.path("counts.onnx")
+        onnxc.export(model, (x,), f)
+        key = "pkg.torch.export.ExportedProgram.graph_signature"
+        peer = self.peer_meta(Counts().eval(), (x,))[key]
+        ours = _graph_meta(onnx.load(f))[key]
+        strip = lambda text: [ln.split(": ", 1)[-1] for ln in text.split("\n")]
+        self.assertEqual(strip(ours), strip(peer))
+        self.assertEqual(ours.split("# outputs")[0], peer.split("# outputs")[0])
+        got = list(ortlib.run(f, {"x": x.numpy()}).values())
+        with torch.no_grad():
+            want = model(x)
+        self.assertLessEqual(float(np.abs(got[0] - want.numpy()).max()), TOLERANCE)
+        self.assertTrue(np.array_equal(got[1], model.calls.numpy()))
+
+
+class Factor(torch.nn.Module):
+    """A Linear scaled by an annotated float attribute."""
+    factor: float
+
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * self.factor
+
+
+class TwoFactors(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = Factor(2.0), Factor(3.0)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+class ModuleAttributeTest(TempDirTest):
+    """outline=True: module attributes as local-function attributes."""
+
+    check_runs = ApiTest.check_runs
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_instances_share_a_function_with_the_attribute_named(self):
+        """Two Factor instances differ only in `factor: float`: one function,
+        whose attribute is `factor`, each call passing its own value; the
+        file matches PyTorch in onnxruntime."""
+        model = TwoFactors().eval()
+        x = torch.randn(2, 4)
+        f = self.path("factors.onnx")
+        onnxc.export(model, (x,), f, outline=True)
+        m = onnx.load(f)
+        fn = [g for g in m.functions if g.name == "Factor"]
+        self.assertEqual(len(fn), 1, [g.name for g in m.functions])
+        self.assertEqual(list(fn[0].attribute) + [a.name for a in fn[0].attribute_proto],
+                         ["factor"])
+        calls = [n for n in m.graph.node if n.op_type == "Factor"]
+        got = [float(onnx.numpy_helper.to_array(a.t)) for n in calls for a in n.attribute
+               if a.name == "factor"]
+        self.assertEqual(got, [model.a.factor, model.b.factor])
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
 SCALED_TANH = """decomp mylib::scaled_tanh(%x, $alpha) {
   %t = onnx::Tanh(%x)
   %a = aten::_onnxc_const($alpha) : f32
@@ -995,6 +1125,7 @@ def main(case=None, doc=None):
         loader.testNamePatterns = ["*%s*" % p for p in a.pattern]
     suite = unittest.TestSuite([loader.loadTestsFromTestCase(c)
                                 for c in ((case if isinstance(case, list) else [case]) if case else [ApiTest, Torch2Test, ExportedModelTest,
+                                                       TorchFormTest, ModuleAttributeTest,
                                                       DecompositionsAndVerifyTest,
                                                       NonTensorArgumentsTest, SymbolicOpsTest,
                                                       ErrorClassesTest, QuickStartTest])])

@@ -21,6 +21,7 @@ from .meta import (_first_lines, _parse_stack_trace, _user_frame, frames_as_stac
 from .writer import _Export, _op_name
 from .make_fx import _trace_make_fx
 from .progress import Progress
+from . import attrs as _attrs
 from . import hops as _hops
 from . import quant as _quant
 
@@ -249,6 +250,7 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
             raise ExportError("output of kind %s is not supported" % spec.kind)
 
     # Provenance from the metadata torch.export records.
+    attr_cache = {}
     for node in gm.graph.nodes:
         stack = node.meta.get("nn_module_stack")
         if stack:
@@ -262,6 +264,8 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
                     path = ""
                 scope.append((path, cls))
             node.meta["fxir_scope"] = scope
+            if not _is_program(model) and scope[-1][0]:
+                _attrs.name_node(model, node, scope[-1][0], attr_cache)
         elif node.op == "call_function":
             node.meta["fxir_scope"] = []
         st = node.meta.get("stack_trace")

@@ -21,6 +21,7 @@ from .common import (
 from .dims import _Dims, _dim_ident
 from .meta import _short_path, located
 from .experts import TRACED as _EXPERTS_TRACED
+from . import attrs as _attrs
 
 
 # ---------------------------------------------------------------------------
@@ -371,7 +372,8 @@ class _Printer:
         return lines
 
     def graph_meta(self, outs):
-        """The graph's meta(...) entries: the named dims' ranges, and, on the
+        """The graph's meta(...) entries: the named dims' ranges (`{}` for
+        none), and, on the
         values (`input:NAME:KEY`, `initializer:...`, `output:...`,
         docs/onnx.md), the FX name of each input, weight and output whose
         name differs from it, non-persistent buffers, and the kind of the
@@ -389,10 +391,10 @@ class _Printer:
         for v in ex.dims.names.values():
             if isinstance(v, str) and v not in names:
                 names.append(v)
-        if names:
-            text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
-                             for n in names)
-            meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
+        # `{}` when nothing is dynamic, as torch.export prints a program's.
+        text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
+                         for n in names)
+        meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
         renamed = []
         for node in ex.gm.graph.nodes:
             kind_key = ex.placeholders.get(node)
@@ -579,7 +581,10 @@ class _Printer:
             if any(t != "?" for t in types):
                 text += " : " + tystr
         prov = self.provenance(node)
-        prov.append("meta(%s: %s)" % (_quote("pkg.torch.onnx.fx_node"), _quote(node.format_node())))
+        meta = "%s: %s" % (_quote("pkg.torch.onnx.fx_node"), _quote(node.format_node()))
+        if _attrs.KEY in node.meta:   # the module attribute a literal is (bridge/attrs.py)
+            meta += ", %s: %s" % (_quote(_attrs.KEY), _quote(node.meta[_attrs.KEY]))
+        prov.append("meta(%s)" % meta)
         out = [text]
         if prov:
             out.append("    " + " ".join(prov))
