@@ -436,11 +436,12 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 }
 
 /* n, a Conv, ConvTranspose or Gemm, adds a constant bias (its third
- * operand) of zeros: n drops it. */
+ * operand) of zeros: n drops it.  Not a bias the user may override
+ * (-keep-initializers-as-inputs). */
 static void fuse_zero_bias(Fuse *f, Node *n)
 {
 	ValueId b = operand(n, 2);
-	if (!b)
+	if (!b || val(f->m, b)->overridable)
 		return;
 	diag_mute(1);
 	RTensor *t = rt_value_tensor(&f->weights, b);
