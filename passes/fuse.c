@@ -33,6 +33,9 @@
  *       weight of MAPPED_SLICE bytes or more is streamed (conv_bn_streamed).
  *       (ReduceMean: x of static rank >= 3; axes as the input (opset 18)
  *       or the attribute (before).)
+ *   Conv(x, W, B), ConvTranspose(x, W, B), Gemm(a, b, C)
+ *                                                -> the same without B / C
+ *       B (C) a constant whose every element is 0 (each is optional).
  *   Normalizations, Gelu and attention written out: fuse_norm.c,
  *   fuse_gelu.c, fuse_attention.c; a constant Pad before a Conv,
  *   ConvTranspose or pooling: fuse_pad.c.
@@ -47,7 +50,9 @@
  * B per output channel, so scaling W[c] and B[c] gives the same y.  The new
  * W' and B' are `const` values of the graph (the old weights go when
  * nothing else reads them); they are computed in double and stored in the
- * weights' dtype.
+ * weights' dtype.  A bias of zeros adds nothing to the sums (x + 0 is x,
+ * up to the sign of a zero), and ONNX Runtime's kernels skip the pass
+ * over the output that adding it costs.
  *
  * One walk over every graph (module_walk); the fused node replaces the last
  * node of the pattern in place, so it keeps that node's result, name and
@@ -430,6 +435,29 @@ static void fuse_conv_bn(Fuse *f, Graph *g, Node *bn)
 		rt_free(st[i]);
 }
 
+/* n, a Conv, ConvTranspose or Gemm, adds a constant bias (its third
+ * operand) of zeros: n drops it.  Not a bias the user may override
+ * (-keep-initializers-as-inputs). */
+static void fuse_zero_bias(Fuse *f, Node *n)
+{
+	ValueId b = operand(n, 2);
+	if (!b || val(f->m, b)->overridable)
+		return;
+	diag_mute(1);
+	RTensor *t = rt_value_tensor(&f->weights, b);
+	diag_mute(0);
+	int zero = t && dtype_is_float(t->dtype);
+	for (int64_t i = 0; zero && i < t->numel; i++)
+		zero = rt_get_f(t, i) == 0.0;
+	rt_free(t);
+	if (!zero)
+		return;
+	if (b < f->nuses)
+		f->uses[b]--;
+	n->nargs = 2;
+	f->edits++;
+}
+
 /* x [d..., K] and y [d..., N] (the same d: known sizes or symbols) around
  * a 2-D weight [K, N] and, if tc, a bias that broadcasts along N. */
 static int flat_linear_shapes(const Type *tx, const Type *ty, const Type *tw, const Type *tc)
@@ -617,6 +645,8 @@ static Status fuse_graph(const GraphVisit *v, void *ctx)
 			RULE("normalization", fuse_norm(f, v->g, n));
 		if (n->op == op && op == OP_ONNX_Mul && n->nargs == 2)
 			RULE("gelu", fuse_gelu(f, n));
+		if ((n->op == OP_ONNX_Conv || n->op == OP_ONNX_ConvTranspose || n->op == OP_ONNX_Gemm) && n->nargs == 3)
+			RULE("zero_bias", fuse_zero_bias(f, n));
 		if (op == OP_ONNX_MatMul && n->nargs == 2)
 			RULE("attention", fuse_attention(f, v->g, n));
 		if (op == OP_ONNX_Transpose && n->nargs == 1)

@@ -11,7 +11,8 @@
  *                                          dims other than 1
  *       -> Transpose(x, p')                if x's transpose has the
  *                                          result's shape
- *       -> Reshape(Transpose(x, p'), shape)  otherwise (y read only here)
+ *       -> Reshape(Transpose(x, p'), shape)  otherwise (y read only here,
+ *                                          x of no higher rank than y)
  *       p' moves x's dims other than 1 the way p moves y's, x's dims of
  *       size 1 first.
  *   Reshape(Add(Reshape(s, [1, d...]), m), [d...]), m [1, e...]
@@ -27,6 +28,11 @@
  * that moves size-1 dims to the batch, view, bmm, view, permute back):
  * once the Transposes are Reshapes, simplify merges the chains and the
  * batched-matmul fusion (fuse.c) makes one MatMul of it, in a later round.
+ *
+ * A Transpose is not traded for one of higher rank: ONNX Runtime runs a
+ * 5-D one generically, several times slower than the 4-D one (multi-query
+ * attention's key, Expand [B, 1, H, S, E] then Reshape [B, H, S, E], whose
+ * Transpose(0, 1, 3, 2) the MatMul after it even absorbs as transB).
  *
  * Static shapes are needed for the Transpose rewrite (which dims are 1);
  * the new nodes take the Transpose's provenance. */
@@ -194,7 +200,7 @@ void fuse_unit_transpose(Fuse *f, Graph *g, Node *t)
 		set_reshape(f, t, x, s);
 		return;
 	}
-	if (x == y || !fuse_one_use(f, y))
+	if (x == y || !fuse_one_use(f, y) || tx->rank > ty->rank)
 		return;
 	/* p': x's 1s first, then its other dims in the output's order. */
 	int32_t q[MAX_RANK], n = 0;

@@ -121,6 +121,9 @@ LLMS = {
     "bloom": ("BloomForCausalLM", "BloomConfig",
               {"_only": dict(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4,
                              pad_token_id=0, bos_token_id=1, eos_token_id=2)}),
+    "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig",
+                    {"_only": dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                                   multi_query=True, bos_token_id=1, eos_token_id=2)}),
     "falcon": ("FalconForCausalLM", "FalconConfig",
                {"_only": dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
                               num_attention_heads=4, max_position_embeddings=64,
@@ -148,6 +151,13 @@ ENCODERS = {
     "funnel": ("FunnelModel", "FunnelConfig",
                dict(vocab_size=VOCAB, d_model=32, n_head=4, d_head=8, d_inner=64,
                     block_sizes=[1, 1], num_decoder_layers=1)),
+    "modernbert": ("ModernBertModel", "ModernBertConfig",
+                   dict(_ENC_COMMON, global_attn_every_n_layers=2, local_attention=4,
+                        pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
+                        sep_token_id=2)),
+    "squeezebert": ("SqueezeBertModel", "SqueezeBertConfig",
+                    dict(_ENC_COMMON, embedding_size=32, q_groups=2, k_groups=2, v_groups=2,
+                         post_attention_groups=2, intermediate_groups=2, output_groups=2)),
 }
 
 HF_OTHERS = ["t5", "bart", "whisper", "wav2vec2", "hubert", "vit", "deit", "clip", "siglip",
