@@ -1068,6 +1068,8 @@ for _dt in ("f32", "f64"):
         C("aten::prelu", _f("f32[4,3]"), _f("f32[3]"), id="prelu-2d" + _s),
         C("aten::prelu", _f("f32[2,3,7]"), _f("f32[3]"), id="prelu-3d" + _s),
         C("aten::prelu", _f("f32[5]"), _f("f32[1]"), id="prelu-1d" + _s),
+        C("aten::prelu", _f("f32[]"), _f("f32[]"), id="prelu-0d" + _s),
+        C("aten::prelu", _f("f32[4]"), _f("f32[]"), id="prelu-1d-0d-weight" + _s),
         C("aten::_prelu_kernel", _f("f32[2,3,4,5]"), _f("f32[3,1,1]"), ref=np_prelu_kernel,
           id="_prelu_kernel" + _s),
     ])
