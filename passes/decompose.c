@@ -82,7 +82,7 @@ static void subst_node(Decompose *x, Node *n)
 /* ---- matching ---------------------------------------------------------------- */
 static int is_builtin(Sym s)
 {
-	return s == S_opset || s == S_nresults || s == S_result || s == S_rank ||
+	return s == S_opset || s == S_nresults || s == S_nresults_kept || s == S_result || s == S_rank ||
 	       s == S_swapped || s == S_neg_len || s == S_index_axis ||
 	       s == S_contiguous_view || s == S_promoted || s == S_promoted_float ||
 	       s == S_rsqrt_last_dim;
@@ -271,6 +271,13 @@ static Arg builtin(const Decompose *x, const Node *call, Sym s)
 		return int_arg(x->opset);
 	if (s == S_nresults)
 		return int_arg(call->nres);
+	if (s == S_nresults_kept) {
+		/* the results after the last value are `_`, dropped */
+		uint32_t k = call->nres;
+		while (k && !call->res[k - 1])
+			k--;
+		return int_arg(k);
+	}
 	if (s == S_rank)
 		return (r = call_rank(x, call)) >= 0 ? int_arg(r) : (Arg){ .kind = A_NONE };
 	if (s == S_swapped)

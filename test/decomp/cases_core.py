@@ -300,6 +300,7 @@ def misc_cases(m):
         C("aten::_unique2", i("i64[12]", lo=0, hi=5), True, True, True),
         C("aten::_unique2", f("f32[3,4]"), True, True, False, id="_unique2-2d"),
         C("aten::_unique2", i("i64[3,4]", lo=0, hi=3), True, False, False, id="_unique2-values"),
+        C("aten::_unique2", f("f32[]"), True, True, True, id="_unique2-0d"),
         C("aten::randperm", 6, shape_only=True),
         C("aten::randperm", 4, dtype=DT("i32"), shape_only=True, id="randperm-i32"),
     ]

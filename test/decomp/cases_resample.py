@@ -1,6 +1,7 @@
 """Cases of check_decomps.py for decomps/resample.fxir: F.interpolate's
 1-D and 3-D nearest, linear, bicubic and trilinear overloads, as output
-sizes and as scale factors, both corner modes, up and down.
+sizes and as scale factors, both corner modes, up and down; and the
+anti-aliased bilinear of nn.fxir.
 
 check_decomps.py calls `cases(module)` with itself, for its vocabulary
 (C, X) and takes the returned list.
@@ -12,6 +13,17 @@ def cases(m):
     x1, x2, x3 = X("f32[2,3,7]"), X("f32[2,3,5,7]"), X("f32[1,2,3,4,5]")
     out = []
     A = out.extend
+    # anti-aliased bilinear (nn.fxir): down by whole and by fractional
+    # factors, to 1, and up (where the filter is plain bilinear)
+    xa = X("f32[2,3,10,20]")
+    A([
+        C("aten::_upsample_bilinear2d_aa", xa, [3, 3], False, id="_upsample_bilinear2d_aa-down"),
+        C("aten::_upsample_bilinear2d_aa", xa, [5, 10], False, id="_upsample_bilinear2d_aa-half"),
+        C("aten::_upsample_bilinear2d_aa", xa, [7, 31], False, id="_upsample_bilinear2d_aa-mixed"),
+        C("aten::_upsample_bilinear2d_aa", xa, [1, 1], False, id="_upsample_bilinear2d_aa-1x1"),
+        C("aten::_upsample_bilinear2d_aa", xa, [13, 40], False, id="_upsample_bilinear2d_aa-up"),
+        C("aten::_upsample_bilinear2d_aa.vec", xa, [4, 6], False, None, id="_upsample_bilinear2d_aa.vec"),
+    ])
     A([
         C("aten::upsample_nearest1d.vec", x1, [12], None, id="upsample_nearest1d.vec-size"),
         C("aten::upsample_nearest1d.vec", x1, [4], None, id="upsample_nearest1d.vec-down"),

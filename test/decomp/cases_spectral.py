@@ -69,6 +69,15 @@ def cases(m):
         C("aten::_fft_c2r", X("c64[3,4,5]"), [0, 1, 2], 2, 8, id="_fft_c2r-3d"),
         C("aten::_fft_c2r", X("c64[2,5,4]"), [1, 2], 1, 7, id="_fft_c2r-2d-odd-sqrt"),
         C("aten::_fft_r2c", f("f32[4,8]"), [0], 1, False, opset=20, id="_fft_r2c-opset20"),
+        # casts to complex and conjugates (irfft, hfft)
+        C("aten::_to_copy", f("f32[3,4]"), dtype=DT("c64"), id="_to_copy-f32-c64"),
+        C("aten::_to_copy", f("f64[5]"), dtype=DT("c128"), id="_to_copy-f64-c128"),
+        C("aten::_to_copy", X("i64[2,3]", lo=-9, hi=9), dtype=DT("c64"), id="_to_copy-i64-c64"),
+        C("aten::_to_copy", f("f32[]"), dtype=DT("c64"), id="_to_copy-0d-c64"),
+        C("aten::_to_copy", X("c64[2,3]"), dtype=DT("c128"), id="_to_copy-c64-c128"),
+        C("aten::_conj", X("c64[3,4]")),
+        C("aten::_conj_physical", X("c128[5]")),
+        C("aten::conj_physical", X("c64[2,2,3]")),
         C("aten::_fft_c2r", X("c64[4,5]"), [1], 0, 8, opset=20, id="_fft_c2r-opset20"),
         C("aten::_fft_c2c", X("c64[4,6]"), [1], 2, True, opset=17, id="_fft_c2c-opset17"),
     ])

@@ -220,6 +220,8 @@ def cases(m):
         C("aten::unfold", f("f32[2,7,3]"), -1, 2, 1, id="unfold-last"),
         C("aten::unfold", f("f32[9]"), 0, 2, 3, id="unfold-1d-gaps"),
         C("aten::unfold", f("f32[2,3,6,6]"), 2, 6, 1, id="unfold-whole"),
+        C("aten::unfold", f("f32[]"), 0, 1, 1, id="unfold-0d"),
+        C("aten::unfold", f("f32[]"), -1, 0, 2, id="unfold-0d-empty"),
         C("aten::unfold", f("f32[1,2,8,5]"), -2, 3, 3, id="unfold-patches"),
         C("aten::item", f("f32[]")),
         C("aten::item", f("f32[1,1]"), id="item-1x1"),

@@ -1,5 +1,6 @@
 """Cases of check_decomps.py for decomps/torch2_math.fxir: erfc, erfcx,
 exp2, signbit, ldexp, logcumsumexp, histc, var_mean/std_mean, dist, the
+determinants (det, slogdet, logdet), the
 copy forms of views (narrow_copy, unbind_copy, as_strided_copy),
 new_empty_strided and torch 2.x's batch norm entry points.
 
@@ -141,6 +142,24 @@ def cases(m):
             C("aten::%s.correction" % op, f("f32[3,4]"), [1], correction=1, opset=17,
               id="%s.correction-opset17" % op),
         ])
+
+    # -- determinants (ONNX's Det; the LU results dropped, as a trace does) --
+    A([
+        C("aten::_linalg_det", f("f32[3,3]"), dropped=[1, 2]),
+        C("aten::_linalg_det", f("f32[2,4,4]"), dropped=[1, 2], id="_linalg_det-batched"),
+        C("aten::_linalg_det", f("f32[0,0]"), dropped=[1, 2], id="_linalg_det-0x0"),
+        C("aten::_linalg_det", f("f32[1,1]"), dropped=[1, 2], id="_linalg_det-1x1"),
+        C("aten::linalg_det", f("f32[2,3,3]")),
+        C("aten::det", f("f32[4,4]")),
+        C("aten::_linalg_slogdet", f("f32[2,3,3]"), dropped=[2, 3]),
+        C("aten::_linalg_slogdet", f("f32[0,0]"), dropped=[2, 3], id="_linalg_slogdet-0x0"),
+        C("aten::linalg_slogdet", f("f32[4,4]")),
+        C("aten::slogdet", f("f32[3,2,2]")),
+        # negative determinants give NaN
+        C("aten::logdet", f("f32[5,3,3]")),
+        C("aten::logdet", f("f32[0,0]"), id="logdet-0x0"),
+        C("aten::logdet", f("f32[4,1,1]", lo=0.2, hi=3.0), id="logdet-positive"),
+    ])
 
     # -- dist --
     A([

@@ -162,7 +162,7 @@ def variant(m, case, dt):
         return a
     v = m.C(case.op, *[conv(a) for a in case.args], id="%s@%s" % (case.id, dt),
             outputs=case.outputs, shape_only=case.shape_only, opset=case.opset,
-            mutated=case.mutated, **{k: conv(a) for k, a in case.kwargs.items()})
+            mutated=case.mutated, dropped=case.dropped, **{k: conv(a) for k, a in case.kwargs.items()})
     v.matrix = (case.op, dt)
     v.seed = zlib.crc32(v.id.encode())   # values stay when the table grows
     v.xfail = known(v.id)
