@@ -616,8 +616,14 @@ static void print_func(Printer *p, const Func *fn)
 	print_outsig(p, fn->body);
 	if (fn->nattr) {
 		fputs(" attrs(", p->f);
-		for (uint32_t i = 0; i < fn->nattr; i++)
-			fprintf(p->f, "%s%s", i ? ", " : "", sym_str(fn->attrs[i]));
+		for (uint32_t i = 0; i < fn->nattr; i++) {
+			if (i)
+				fputs(", ", p->f);
+			if (sym_is_ident(fn->attrs[i]))
+				fputs(sym_str(fn->attrs[i]), p->f);
+			else
+				print_str(p->f, sym_str(fn->attrs[i]), sym_len(fn->attrs[i]));
+		}
 		fputc(')', p->f);
 	}
 	print_block(p, fn->body, &fn->opsets);

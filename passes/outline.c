@@ -678,7 +678,10 @@ static int body_fits(const Body *b, const Enc *r)
 
 /* The name of a function attribute made from attribute kw of n: the
  * module attribute the bridge found the literal to be
- * (`meta("pkg.onnxc.module_attribute": "factor")`), else kw's own name. */
+ * (`meta("pkg.onnxc.module_attribute": "factor")`); a child call's own
+ * attribute name (already one of these); else kw's name after
+ * "inferred::", as TorchScript's export names an attribute inferred from
+ * the ops ("inferred::alpha"). */
 static Sym attr_name(const Node *n, uint32_t kw)
 {
 	static const char key[] = "pkg.onnxc.module_attribute";
@@ -687,7 +690,11 @@ static Sym attr_name(const Node *n, uint32_t kw)
 		if (mp->key.n == sizeof key - 1 && !memcmp(mp->key.s, key, mp->key.n) && mp->val.n)
 			return sym_intern(mp->val.s, mp->val.n);
 	}
-	return n->kw[kw].name;
+	if (n->domain == S_modules)
+		return n->kw[kw].name;
+	char buf[512];
+	snprintf(buf, sizeof buf, "inferred::%.480s", sym_str(n->kw[kw].name));
+	return sym_cstr(buf);
 }
 
 /* The function the group whose first instance is r calls: one made before

@@ -191,13 +191,13 @@ ScopeEntry *b_scope_shared(Parser *p, const ScopeEntry *v, uint32_t n);
 %type <type> type stype
 %type <types> otypes
 %type <dims> dims
-%type <syms> results defs retvals idents
+%type <syms> results defs retvals attr_names
 %type <call> call args
 %type <op> opopen
 %type <tr> trailers
 %type <meta> kvs
 %type <scopes> scopes
-%type <sym> kwname subname
+%type <sym> kwname subname attr_name
 %type <graph> graph_head subgraph_head
 %type <func> func_head
 %type <decomp> decomp_head
@@ -479,12 +479,19 @@ func_head
 attrs_opt
 	: %empty
 	| "attrs" '(' ')'
-	| "attrs" '(' idents ')'            { b_func_attrs(p, $3); }
+	| "attrs" '(' attr_names ')'        { b_func_attrs(p, $3); }
 	;
 
-idents
-	: IDENT                             { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, $1); }
-	| idents ',' IDENT                  { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
+/* A function attribute's name: an identifier, or a string for any other
+ * name ONNX allows ("inferred::alpha"). */
+attr_names
+	: attr_name                         { $$ = ARENA_NEW(&p->t, SymVec); VEC_PUSH(&p->t, *$$, $1); }
+	| attr_names ',' attr_name          { $$ = $1; VEC_PUSH(&p->t, *$$, $3); }
+	;
+
+attr_name
+	: IDENT
+	| STRING                            { $$ = sym_intern($1.s, $1.n); }
 	;
 
 decomp_head
