@@ -73,8 +73,13 @@ typedef struct Body {           /* a function made by this pass */
 	Tok *tok;
 	uint32_t ntok;
 	Sym *attr;                  /* by param token: the attribute it became, or 0 */
+	Sym *extra;                 /* declared module attributes the body does not read */
+	uint32_t nextra;
 	struct Body *next;          /* same structure, other fixed literals */
 } Body;
+
+/* An instance's annotated module attributes, from the graph's table. */
+typedef struct Annot { Sym path; uint32_t n; Named *v; } Annot;
 
 typedef struct Enc {            /* an instance encoded, waiting for its call */
 	uint32_t inst, group;       /* group: the index of its group's first Enc */
@@ -106,6 +111,8 @@ typedef struct Outline {
 	HashMap bodies;             /* token hash -> Body * */
 	HashMap fnames;             /* function names in use (Syms) */
 	VEC(Body *) all;
+	VEC(Annot) annots;          /* the graph's table (pkg.onnxc.module_attributes) */
+	HashMap annot_at;           /* path -> annots index + 1 */
 	/* the instance being encoded */
 	TokVec tok;
 	IdVec in, out, consts;
@@ -389,6 +396,94 @@ static int selected(const Outline *o, Sym cls)
 	return 0;
 }
 
+/* ---- module attributes ---------------------------------------------------- */
+typedef struct AKey { const Outline *o; Sym path; } AKey;
+
+static int annot_is(uintptr_t item, const void *key)
+{
+	const AKey *k = key;
+	return k->o->annots.v[item - 1].path == k->path;
+}
+
+/* "name TAB kind value" (b1, i3, f0.5, stanh) as a call attribute. */
+static int annot_value(Str t, Named *out)
+{
+	const char *tab = memchr(t.s, '\t', t.n);
+	if (!tab || tab == t.s || tab + 1 == t.s + t.n)
+		return 0;
+	const char *v = tab + 1;
+	size_t vn = (size_t)(t.s + t.n - v) - 1;
+	char buf[64], *end;
+	out->name = sym_intern(t.s, (size_t)(tab - t.s));
+	if (*v == 's') {
+		out->val = (Arg){ .kind = A_STR, .u.s = { v + 1, (uint32_t)vn } };
+		return 1;
+	}
+	if (vn == 0 || vn >= sizeof buf)
+		return 0;
+	memcpy(buf, v + 1, vn);
+	buf[vn] = 0;
+	if (*v == 'b' || *v == 'i') {
+		long long x = strtoll(buf, &end, 10);
+		out->val = (Arg){ .kind = *v == 'b' ? A_BOOL : A_INT, .u.i = x };
+	} else if (*v == 'f') {
+		out->val = (Arg){ .kind = A_FLOAT, .u.f = strtod(buf, &end) };
+	} else {
+		return 0;
+	}
+	return *end == 0;
+}
+
+/* Reads the graph's table of module attributes (the bridge's
+ * pkg.onnxc.module_attributes: a line for each instance, its path, then a
+ * tab-separated name and value for each attribute), in one pass over it.
+ * Entries it cannot read are skipped. */
+static void read_annots(Outline *o, const Graph *g)
+{
+	static const char key[] = "pkg.onnxc.module_attributes";
+	Arena *a = &o->m->arena;
+	for (uint32_t i = 0; i < g->nmeta; i++) {
+		const MetaProp *mp = &g->meta[i];
+		if (mp->key.n != sizeof key - 1 || memcmp(mp->key.s, key, mp->key.n))
+			continue;
+		const char *s = mp->val.s, *end = s + mp->val.n;
+		while (s < end) {
+			const char *nl = memchr(s, '\n', (size_t)(end - s));
+			const char *eol = nl ? nl : end;
+			const char *t = memchr(s, '\t', (size_t)(eol - s));
+			uint32_t cap = 0;
+			for (const char *c = s; c < eol; c++)
+				cap += *c == '\t';
+			if (t && t > s) {
+				Annot x = { sym_intern(s, (size_t)(t - s)), 0, ARENA_ARRAY(a, Named, cap / 2 + 1) };
+				/* name TAB value pairs after the path */
+				for (const char *c = t + 1; c < eol;) {
+					const char *t1 = memchr(c, '\t', (size_t)(eol - c));
+					const char *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(eol - t1 - 1)) : NULL;
+					const char *stop = t2 ? t2 : eol;
+					if (annot_value((Str){ c, (uint32_t)(stop - c) }, &x.v[x.n]))
+						x.n++;
+					c = stop + 1;
+				}
+				AKey k = { o, x.path };
+				if (x.n && !hashmap_get(&o->annot_at, hash_u64(x.path), annot_is, &k)) {
+					XVEC_PUSH(o->annots, x);
+					hashmap_intern(&o->annot_at, hash_u64(x.path), annot_is, &k, o->annots.n);
+				}
+			}
+			s = eol + 1;
+		}
+	}
+}
+
+/* The module attributes of the instance at path, or NULL. */
+static const Annot *annots_of(const Outline *o, Sym path)
+{
+	AKey k = { o, path };
+	uintptr_t it = hashmap_get(&o->annot_at, hash_u64(path), annot_is, &k);
+	return it ? &o->annots.v[it - 1] : NULL;
+}
+
 /* ---- one scope depth ------------------------------------------------------ */
 typedef struct IKey { const Outline *o; Sym path, cls; } IKey;
 
@@ -649,7 +744,7 @@ static Func *make_func(Outline *o, const Inst *x, const Enc *e, Body *b)
 	for (uint32_t i = 0; i < o->out.n; i++)
 		g->out[i] = bmapped(o, o->out.v[i]);
 	hashmap_free(&names);
-	f->attrs = ARENA_ARRAY(&m->arena, Sym, e->nsite + 1);
+	f->attrs = ARENA_ARRAY(&m->arena, Sym, e->nsite + b->nextra + 1);
 	for (uint32_t p = 0; p < e->nsite; p++) {
 		if (!b->attr[p])
 			continue;
@@ -657,6 +752,8 @@ static Func *make_func(Outline *o, const Inst *x, const Enc *e, Body *b)
 		n->kw[e->site[p].kw].val = (Arg){ .kind = A_ATTRREF, .u.sym = b->attr[p] };
 		f->attrs[f->nattr++] = b->attr[p];
 	}
+	for (uint32_t i = 0; i < b->nextra; i++)
+		f->attrs[f->nattr++] = b->extra[i];
 	free(memc);
 	VEC_PUSH(&m->arena, m->funcs, f);
 	return f;
@@ -721,6 +818,15 @@ static Body *func_for(Outline *o, const Inst *x, Enc *r)
 		const Node *n = s.k >= 0 ? o->node[x->mem.v[s.k]] : def_of(o->m, r->consts[-1 - s.k]);
 		b->attr[p] = unique_name(&names, attr_name(n, s.kw), 2);
 	}
+	/* The instance's module attributes the body does not read are
+	 * declared too (each call passes its own). */
+	const Annot *an = annots_of(o, x->path);
+	b->extra = xreallocarray(NULL, (an ? an->n : 0) + 1, sizeof *b->extra);
+	for (uint32_t i = 0; an && i < an->n; i++)
+		if (!has_name(&names, an->v[i].name)) {
+			add_name(&names, an->v[i].name);
+			b->extra[b->nextra++] = an->v[i].name;
+		}
 	hashmap_free(&names);
 	XVEC_PUSH(o->all, b);
 	b->f = make_func(o, x, r, b);
@@ -734,7 +840,18 @@ static Body *func_for(Outline *o, const Inst *x, Enc *r)
 }
 
 /* ---- replacing an instance by a call ---------------------------------------- */
-/* The call passes e's own literal for each attribute of b's function. */
+/* The value instance x gives module attribute name, or NULL. */
+static const Arg *annot_value_of(const Annot *an, Sym name)
+{
+	for (uint32_t i = 0; an && i < an->n; i++)
+		if (an->v[i].name == name)
+			return &an->v[i].val;
+	return NULL;
+}
+
+/* The call passes e's own literal for each attribute of b's function read
+ * by the body, and the instance's value of each module attribute it
+ * declares besides (when the instance has it). */
 static void replace(Outline *o, uint32_t i, const Body *b, const Enc *e)
 {
 	Module *m = o->m;
@@ -743,16 +860,28 @@ static void replace(Outline *o, uint32_t i, const Body *b, const Enc *e)
 	Inst *x = &o->insts.v[i];
 	uint32_t first = x->mem.v[0], last = x->mem.v[x->mem.n - 1];
 	Node *n0 = o->node[first];
-	Node *call = node_new(m, f->domain, f->name, o->out.n, o->in.n, f->nattr);
+	const Annot *an = b->nextra ? annots_of(o, x->path) : NULL;
+	uint32_t nkw = f->nattr - b->nextra;
+	for (uint32_t k = 0; k < b->nextra; k++)
+		nkw += annot_value_of(an, b->extra[k]) != NULL;
+	Node *call = node_new(m, f->domain, f->name, o->out.n, o->in.n, nkw);
 	for (uint32_t k = 0; k < o->in.n; k++)
 		call->args[k] = (Arg){ .kind = A_VALUE, .u.v = o->in.v[k] };
 	const Arg **lits = param_lits(e);
-	for (uint32_t p = 0, a = 0; p < e->nsite; p++)
+	uint32_t a = 0;
+	for (uint32_t p = 0; p < e->nsite; p++)
 		if (b->attr[p]) {
 			call->kw[a].name = b->attr[p];
 			call->kw[a++].val = arg_copy(&m->arena, lits[p]);
 		}
 	free(lits);
+	for (uint32_t k = 0; k < b->nextra; k++) {
+		const Arg *v = annot_value_of(an, b->extra[k]);
+		if (v) {
+			call->kw[a].name = b->extra[k];
+			call->kw[a++].val = *v;
+		}
+	}
 	Prov *p = ARENA_NEW(&m->arena, Prov);
 	uint32_t depth = 0;
 	while (n0->prov->scope[depth].path != x->path || n0->prov->scope[depth].cls != x->cls)
@@ -924,6 +1053,7 @@ static void outline_graph(Outline *o, Graph *g)
 		if (n->prov && n->prov->nscope > maxd)
 			maxd = n->prov->nscope;
 	o->g = g;
+	read_annots(o, g);
 	/* Deepest first: a parent's body holds its children's calls.  One pass
 	 * over the graph per depth. */
 	for (uint32_t d = maxd; d-- > 0;)
@@ -942,10 +1072,13 @@ Status pass_outline(Module *m, const PassOptions *opt)
 	for (uint32_t i = 0; i < o.all.n; i++) {
 		free(o.all.v[i]->tok);
 		free(o.all.v[i]->attr);
+		free(o.all.v[i]->extra);
 		free(o.all.v[i]);
 	}
 	free(o.all.v);
 	free(o.insts.v);
+	free(o.annots.v);
+	hashmap_free(&o.annot_at);
 	hashmap_free(&o.bodies);
 	hashmap_free(&o.fnames);
 	free(o.tok.v);

@@ -251,6 +251,7 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
 
     # Provenance from the metadata torch.export records.
     attr_cache = {}
+    paths = {}   # module instances, in order of first use
     for node in gm.graph.nodes:
         stack = node.meta.get("nn_module_stack")
         if stack:
@@ -264,6 +265,8 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
                     path = ""
                 scope.append((path, cls))
             node.meta["fxir_scope"] = scope
+            for path, _ in scope:
+                paths.setdefault(path, None)
             if not _is_program(model) and scope[-1][0]:
                 _attrs.name_node(model, node, scope[-1][0], attr_cache)
         elif node.op == "call_function":
@@ -271,6 +274,8 @@ def _from_program(ep, how, decomposed, model, args, kwargs, dynamic_shapes):
         st = node.meta.get("stack_trace")
         if st:
             node.meta["fxir_frames"] = _parse_stack_trace(st)
+    if not _is_program(model):
+        ex.module_attributes = _attrs.table(model, [p for p in paths if p])
 
     # Symbolic dims: the user's names for the input symbols.
     user_specs = [s for s in sig.input_specs

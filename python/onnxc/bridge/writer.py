@@ -373,8 +373,8 @@ class _Printer:
 
     def graph_meta(self, outs):
         """The graph's meta(...) entries: the named dims' ranges (`{}` for
-        none), and, on the
-        values (`input:NAME:KEY`, `initializer:...`, `output:...`,
+        none), the module instances' annotated attributes (bridge/attrs.py),
+        and, on the values (`input:NAME:KEY`, `initializer:...`, `output:...`,
         docs/onnx.md), the FX name of each input, weight and output whose
         name differs from it, non-persistent buffers, and the kind of the
         tensors the trace captured (CONSTANT_TENSOR)."""
@@ -395,6 +395,8 @@ class _Printer:
         text = ", ".join("%s: VR[%s, %s]" % ((n,) + ex.ranges.get(n, ("2", "int_oo")))
                          for n in names)
         meta.append(q("pkg.torch.export.ExportedProgram.range_constraints", "{%s}" % text))
+        if getattr(ex, "module_attributes", None):
+            meta.append(q(_attrs.TABLE_KEY, ex.module_attributes))
         renamed = []
         for node in ex.gm.graph.nodes:
             kind_key = ex.placeholders.get(node)
