@@ -622,6 +622,31 @@ class TwoFactors(torch.nn.Module):
         return self.b(self.a(x))
 
 
+class Gate(torch.nn.Module):
+    """Annotated attributes its computation does not read (heads, mode,
+    fused) and an unannotated slope it does."""
+    heads: int
+    mode: str
+    fused: bool
+
+    def __init__(self, heads, mode, fused, slope):
+        super().__init__()
+        self.heads, self.mode, self.fused, self.slope = heads, mode, fused, slope
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(self.fc(x), self.slope)
+
+
+class TwoGates(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = Gate(2, "fast", True, 0.1), Gate(4, "slow", False, 0.3)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
 class ModuleAttributeTest(TempDirTest):
     """outline=True: module attributes as local-function attributes."""
 
@@ -645,6 +670,33 @@ class ModuleAttributeTest(TempDirTest):
         got = [float(onnx.numpy_helper.to_array(a.t)) for n in calls for a in n.attribute
                if a.name == "factor"]
         self.assertEqual(got, [model.a.factor, model.b.factor])
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_unread_and_inferred_attributes(self):
+        """Two Gate instances differ in annotated attributes the body does
+        not read and in an unannotated slope: one function, declaring
+        "inferred::alpha" (the slope, read by LeakyRelu) and heads, mode
+        and fused, each call passing its instance's values; onnx.checker
+        (full_check) accepts the file, which matches PyTorch in
+        onnxruntime."""
+        model = TwoGates().eval()
+        x = torch.randn(2, 4)
+        f = self.path("gates.onnx")
+        onnxc.export(model, (x,), f, outline=True)
+        m = onnx.load(f)
+        onnx.checker.check_model(m, full_check=True)
+        fn = [g for g in m.functions if g.name == "Gate"]
+        self.assertEqual(len(fn), 1, [g.name for g in m.functions])
+        self.assertEqual(list(fn[0].attribute), ["inferred::alpha", "heads", "mode", "fused"])
+        refs = [a.ref_attr_name for n in fn[0].node for a in n.attribute if a.ref_attr_name]
+        self.assertEqual(refs, ["inferred::alpha"])
+        calls = [n for n in m.graph.node if n.op_type == "Gate"]
+        for call, gate in zip(calls, (model.a, model.b)):
+            got = {a.name: onnx.helper.get_attribute_value(a) for a in call.attribute}
+            self.assertAlmostEqual(got.pop("inferred::alpha"), gate.slope, places=6)
+            self.assertEqual(got, {"heads": gate.heads, "mode": gate.mode.encode(),
+                                   "fused": int(gate.fused)})
         self.check_runs(model, f, {"x": x.numpy()}, (x,))
 
 SCALED_TANH = """decomp mylib::scaled_tanh(%x, $alpha) {
