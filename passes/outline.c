@@ -18,16 +18,22 @@
  * Instances that differ only in literal attributes (a LeakyRelu's alpha, a
  * LayerNormalization's epsilon, a child call's attributes) or in the value
  * of a constant they read (an eps written out) share one function too,
- * with those literals as its attributes: the body reads `@alpha`, and each
- * call passes its own value, as a TorchScript export of a module with
- * constant attributes does.  Literal tokens that may become attributes
+ * with those literals as its attributes: the body reads
+ * `@"inferred::alpha"`, and each call passes its own value, as a
+ * TorchScript export of a module with constant attributes does.  Literal tokens that may become attributes
  * hash by their kind only, so such instances meet in one bucket; the
  * instances of one depth are encoded first and grouped, a literal that
  * differs within a group becomes an attribute (named after the module
  * attribute the bridge matched the literal to, else after the node's
- * attribute, `value` for a constant), and the others stay in the body.  A
- * function made earlier is reused when every literal it fixed is the
- * group's too.
+ * attribute with the prefix "inferred::", `inferred::value` for a
+ * constant), and the others stay in the body.  A function made earlier is
+ * reused when every literal it fixed is the group's too.
+ *
+ * The instance's annotated module attributes (the bridge's table in the
+ * graph's meta "pkg.onnxc.module_attributes", read once into a map by
+ * path) that the body does not read are declared on the function as well,
+ * and each call passes its instance's values; they are not in the tokens,
+ * so instances differing only in them share the function.
  *
  * An onnx::Constant without operands belongs to no instance: every body
  * that reads one gets its own copy, so instances stay identical when cse
