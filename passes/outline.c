@@ -80,6 +80,7 @@ typedef struct Body {           /* a function made by this pass */
 	uint32_t ntok;
 	Sym *attr;                  /* by param token: the attribute it became, or 0 */
 	Sym *extra;                 /* declared module attributes the body does not read */
+	uint32_t *extra_at;         /* by extra: its place in the first instance's list */
 	uint32_t nextra;
 	struct Body *next;          /* same structure, other fixed literals */
 } Body;
@@ -828,9 +829,11 @@ static Body *func_for(Outline *o, const Inst *x, Enc *r)
 	 * declared too (each call passes its own). */
 	const Annot *an = annots_of(o, x->path);
 	b->extra = xreallocarray(NULL, (an ? an->n : 0) + 1, sizeof *b->extra);
+	b->extra_at = xreallocarray(NULL, (an ? an->n : 0) + 1, sizeof *b->extra_at);
 	for (uint32_t i = 0; an && i < an->n; i++)
 		if (!has_name(&names, an->v[i].name)) {
 			add_name(&names, an->v[i].name);
+			b->extra_at[b->nextra] = i;
 			b->extra[b->nextra++] = an->v[i].name;
 		}
 	hashmap_free(&names);
@@ -846,9 +849,13 @@ static Body *func_for(Outline *o, const Inst *x, Enc *r)
 }
 
 /* ---- replacing an instance by a call ---------------------------------------- */
-/* The value instance x gives module attribute name, or NULL. */
-static const Arg *annot_value_of(const Annot *an, Sym name)
+/* The value an instance gives module attribute name, or NULL; at is
+ * where it usually is (instances of one class list their attributes in
+ * one order), so the search is a scan only when it is not there. */
+static const Arg *annot_value_of(const Annot *an, Sym name, uint32_t at)
 {
+	if (an && at < an->n && an->v[at].name == name)
+		return &an->v[at].val;
 	for (uint32_t i = 0; an && i < an->n; i++)
 		if (an->v[i].name == name)
 			return &an->v[i].val;
@@ -869,7 +876,7 @@ static void replace(Outline *o, uint32_t i, const Body *b, const Enc *e)
 	const Annot *an = b->nextra ? annots_of(o, x->path) : NULL;
 	uint32_t nkw = f->nattr - b->nextra;
 	for (uint32_t k = 0; k < b->nextra; k++)
-		nkw += annot_value_of(an, b->extra[k]) != NULL;
+		nkw += annot_value_of(an, b->extra[k], b->extra_at[k]) != NULL;
 	Node *call = node_new(m, f->domain, f->name, o->out.n, o->in.n, nkw);
 	for (uint32_t k = 0; k < o->in.n; k++)
 		call->args[k] = (Arg){ .kind = A_VALUE, .u.v = o->in.v[k] };
@@ -882,7 +889,7 @@ static void replace(Outline *o, uint32_t i, const Body *b, const Enc *e)
 		}
 	free(lits);
 	for (uint32_t k = 0; k < b->nextra; k++) {
-		const Arg *v = annot_value_of(an, b->extra[k]);
+		const Arg *v = annot_value_of(an, b->extra[k], b->extra_at[k]);
 		if (v) {
 			call->kw[a].name = b->extra[k];
 			call->kw[a++].val = *v;
@@ -1079,6 +1086,7 @@ Status pass_outline(Module *m, const PassOptions *opt)
 		free(o.all.v[i]->tok);
 		free(o.all.v[i]->attr);
 		free(o.all.v[i]->extra);
+		free(o.all.v[i]->extra_at);
 		free(o.all.v[i]);
 	}
 	free(o.all.v);
