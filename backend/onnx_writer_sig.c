@@ -21,6 +21,7 @@
 
 #define ORIGINAL_NAME "pkg.torch.onnx.original_node_name"
 #define PERSISTENT "pkg.torch.export.graph_signature.InputSpec.persistent"
+#define SPEC_KIND ":pkg.torch.export.graph_signature.InputSpec.kind"
 
 typedef struct SigLine {
 	int out;                    /* an output line */
@@ -28,7 +29,7 @@ typedef struct SigLine {
 	Str name, target;           /* unquoted */
 } SigLine;
 
-typedef struct MetaIndex { HashMap by_key; const Sym *keys; const MetaProp *meta; } MetaIndex;
+typedef struct MetaIndex { HashMap by_key; const Sym *keys; const MetaProp *meta; uint32_t nmeta; } MetaIndex;
 
 static int key_is(uintptr_t item, const void *key)
 {
@@ -126,6 +127,26 @@ static void print_line(Writer *w, FILE *f, MetaIndex *ix, const SigLine *l)
 	fputc('\n', f);
 }
 
+/* The tensors the trace captured (`initializer:NAME:...InputSpec.kind`
+ * is CONSTANT_TENSOR, written by the bridge): torch lists them after the
+ * buffers, under their FX name, whether or not a pass folded them away. */
+static void print_constants(Writer *w, FILE *f, MetaIndex *ix, size_t *in_section)
+{
+	static const char pre[] = "initializer:";
+	const size_t np = sizeof pre - 1, ns = sizeof SPEC_KIND - 1;
+	for (const MetaProp *m = ix->meta, *e = m + ix->nmeta; m < e; m++) {
+		Str k = m->key;
+		if (k.n <= np + ns || memcmp(k.s, pre, np) || memcmp(k.s + k.n - ns, SPEC_KIND, ns)
+		    || m->val.n != 15 || memcmp(m->val.s, "CONSTANT_TENSOR", 15))
+			continue;
+		Str target = { k.s + np, k.n - np - ns };
+		const Str *orig = meta_get(ix, w, "initializer", target, ORIGINAL_NAME);
+		Str name = orig ? *orig : target;
+		fprintf(f, "%.*s: CONSTANT_TENSOR target='%.*s'\n", (int)name.n, name.s, (int)target.n, target.s);
+		(*in_section)++;
+	}
+}
+
 const char *torch_signature(Writer *w, const char *sig, const MetaProp *meta, uint32_t nmeta)
 {
 	size_t nl = 0;
@@ -137,7 +158,7 @@ const char *torch_signature(Writer *w, const char *sig, const MetaProp *meta, ui
 		if (n > nl || !(p = parse_line(w, p, &lines[n])))
 			return sig;         /* not the compiler's form: kept as it is */
 	Sym *keys = ARENA_ARRAY(w->a, Sym, nmeta + 1);
-	MetaIndex ix = { { 0 }, keys, meta };
+	MetaIndex ix = { { 0 }, keys, meta, nmeta };
 	for (uint32_t i = 0; i < nmeta; i++) {
 		keys[i] = sym_intern(meta[i].key.s, meta[i].key.n);
 		const void *key[2] = { &ix, &keys[i] };
@@ -156,6 +177,8 @@ const char *torch_signature(Writer *w, const char *sig, const MetaProp *meta, ui
 		}
 		if (gi == 0 || gi == 4)
 			fputs(gi ? "\n# outputs\n" : "\n# inputs\n", f);
+		if (gi == 2)
+			print_constants(w, f, &ix, &in_section);
 		for (size_t i = 0; i < n && gi < 6; i++)
 			if (group(&lines[i]) == gi) {
 				print_line(w, f, &ix, &lines[i]);

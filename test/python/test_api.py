@@ -577,6 +577,22 @@ class TorchFormTest(TempDirTest):
         self.check_runs(model, f, {"x": x.numpy()}, (x,))
 
     @unittest.skipUnless(TORCH2, ONLY_TORCH2)
+    def test_captured_constant_in_the_signature(self):
+        """A tensor attribute that is neither parameter nor buffer is a
+        CONSTANT_TENSOR input of the program (c_mask, target 'mask'),
+        listed after the parameters as the peer lists it, though -O2 folds
+        it into the product."""
+        model = Masked().eval()
+        x = torch.randn(2, 3)
+        f = self.path("masked.onnx")
+        onnxc.export(model, (x,), f)
+        key = "pkg.torch.export.ExportedProgram.graph_signature"
+        ours = _graph_meta(onnx.load(f))[key]
+        self.assertIn("CONSTANT_TENSOR target='mask'", ours)
+        self.assertEqual(ours, self.peer_meta(model, (x,))[key])
+        self.check_runs(model, f, {"x": x.numpy()}, (x,))
+
+    @unittest.skipUnless(TORCH2, ONLY_TORCH2)
     def test_mutation_signature_has_the_peers_kinds(self):
         """A buffer the module writes is a BUFFER_MUTATION output listed
         before the user output, as in the peer's text; the names of the
@@ -598,6 +614,18 @@ class TorchFormTest(TempDirTest):
             want = model(x)
         self.assertLessEqual(float(np.abs(got[0] - want.numpy()).max()), TOLERANCE)
         self.assertTrue(np.array_equal(got[1], model.calls.numpy()))
+
+
+class Masked(torch.nn.Module):
+    """A Linear times a plain tensor attribute (a constant of the trace)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 3)
+        self.mask = torch.tensor([1.0, 0.0, 2.0])
+
+    def forward(self, x):
+        return self.fc(x) * self.mask
 
 
 class Factor(torch.nn.Module):
