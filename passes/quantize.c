@@ -670,19 +670,27 @@ static Node *node_before(Qz *z, Graph *g, Node *n, OpId op, uint32_t nres, uint3
 	return d;
 }
 
-/* The onnx form: Cast(MatMulInteger(a_q, B, a_zp)) * (a_scale * b_scale)
- * [+ bias], n becoming the last node (its result, name and provenance
- * stay).  The form ONNX Runtime fuses into DynamicQuantizeMatMul. */
-static void to_dynamic_onnx(Qz *z, Graph *g, Node *n, const QOut *o, ValueId bias)
+/* DynamicQuantizeLinear(a) -> (a_quant u8, a_scale, a_zero_point), before n. */
+static Node *quant_activation(Qz *z, Graph *g, Node *n, ValueId a)
 {
-	ValueId a = operand(n, 0);
-	const Type *ta = val(z->m, a)->type, *ty = val(z->m, n->res[0])->type;
+	const Type *ta = val(z->m, a)->type;
 	Arena *ar = &z->m->arena;
 	Node *dq = node_before(z, g, n, OP_ONNX_DynamicQuantizeLinear, 3, 1, 0);
 	dq->args[0] = value_arg(a);
 	new_result(z, n, dq, 0, "a_quant", type_tensor(ar, DT_U8, ta->rank, ta->dims));
 	new_result(z, n, dq, 1, "a_scale", type_tensor(ar, DT_F32, 0, NULL));
 	new_result(z, n, dq, 2, "a_zero_point", type_tensor(ar, DT_U8, 0, NULL));
+	return dq;
+}
+
+/* The onnx form: Cast(MatMulInteger(a_q, B, a_zp)) * (a_scale * b_scale)
+ * [+ bias], n becoming the last node (its result, name and provenance
+ * stay).  The form ONNX Runtime fuses into DynamicQuantizeMatMul. */
+static void to_dynamic_onnx(Qz *z, Graph *g, Node *n, const QOut *o, ValueId bias)
+{
+	const Type *ty = val(z->m, n->res[0])->type;
+	Arena *ar = &z->m->arena;
+	Node *dq = quant_activation(z, g, n, operand(n, 0));
 	Node *mi = node_before(z, g, n, OP_ONNX_MatMulInteger, 1, 3, 0);
 	mi->args[0] = value_arg(dq->res[0]);
 	mi->args[1] = value_arg(o->q);
@@ -736,16 +744,7 @@ static Node *bias_add(Qz *z, const Node *n, ValueId w, int kaxis, ValueId *bias)
  * before n, the first of them. */
 static Node *shared_quant(Qz *z, Graph *g, Node *n, ValueId a)
 {
-	if (z->aq[a])
-		return z->aq[a];
-	const Type *ta = val(z->m, a)->type;
-	Arena *ar = &z->m->arena;
-	Node *dq = node_before(z, g, n, OP_ONNX_DynamicQuantizeLinear, 3, 1, 0);
-	dq->args[0] = value_arg(a);
-	new_result(z, n, dq, 0, "a_quant", type_tensor(ar, DT_U8, ta->rank, ta->dims));
-	new_result(z, n, dq, 1, "a_scale", type_tensor(ar, DT_F32, 0, NULL));
-	new_result(z, n, dq, 2, "a_zero_point", type_tensor(ar, DT_U8, 0, NULL));
-	return z->aq[a] = dq;
+	return z->aq[a] ? z->aq[a] : (z->aq[a] = quant_activation(z, g, n, a));
 }
 
 /* -target=ort: n becomes com.microsoft::DynamicQuantizeMatMul(a, B,

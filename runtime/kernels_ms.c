@@ -80,16 +80,6 @@ static Status std_op(const KCtx *k, OpId op, RTensor *const *in, uint32_t nin, R
 	return std_op_kw(k, op, NULL, 0, in, nin, out, nout);
 }
 
-static Status need_floats(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		if (i >= nin || !in[i])
-			return rt_fail(k, "input %u is missing", i);
-		if (!dtype_is_float(in[i]->dtype))
-			return rt_unsupported(k, in[i]);
-	}
-	return OK;
-}
 
 /* x + y (numpy broadcasting) when y is given; else a copy of x. */
 static RTensor *add_opt(const KCtx *k, RTensor *x, RTensor *y)
@@ -123,19 +113,19 @@ static Status gelu_of(const KCtx *k, RTensor *x, RTensor *bias, double (*f)(doub
 static Status k_gelu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	return need_floats(k, in, nin, 1) != OK ? FAILED : gelu_of(k, in[0], NULL, gelu_erf, out);
+	return rt_need_float(k, in, nin, 1) != OK ? FAILED : gelu_of(k, in[0], NULL, gelu_erf, out);
 }
 
 static Status k_bias_gelu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	return need_floats(k, in, nin, 2) != OK ? FAILED : gelu_of(k, in[0], in[1], gelu_erf, out);
+	return rt_need_float(k, in, nin, 2) != OK ? FAILED : gelu_of(k, in[0], in[1], gelu_erf, out);
 }
 
 static Status k_fast_gelu(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	if (need_floats(k, in, nin, 1) != OK || (nin > 1 && in[1] && need_floats(k, in + 1, 1, 1) != OK))
+	if (rt_need_float(k, in, nin, 1) != OK || (nin > 1 && in[1] && rt_need_float(k, in + 1, 1, 1) != OK))
 		return FAILED;
 	return gelu_of(k, in[0], nin > 1 ? in[1] : NULL, gelu_tanh, out);
 }
@@ -165,7 +155,7 @@ static RTensor *swap_last2(const KCtx *k, const RTensor *x)
 static Status k_fused_matmul(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	if (need_floats(k, in, nin, 2) != OK)
+	if (rt_need_float(k, in, nin, 2) != OK)
 		return FAILED;
 	if (rt_attr_int(k, "transBatchA", 0) || rt_attr_int(k, "transBatchB", 0))
 		return rt_fail(k, "transBatchA and transBatchB are not supported");
@@ -189,7 +179,7 @@ static Status k_fused_matmul(const KCtx *k, RTensor *const *in, uint32_t nin, RT
 
 static Status k_skip_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
-	if (need_floats(k, in, nin, 3) != OK)
+	if (rt_need_float(k, in, nin, 3) != OK)
 		return FAILED;
 	if (in[0]->rank < 1)
 		return rt_fail(k, "the input must have a rank of at least 1");
@@ -232,7 +222,7 @@ static Status nbits_plan(const KCtx *k, RTensor *const *in, uint32_t nin, NBits 
 	int64_t bits = rt_attr_int(k, "bits", 4);
 	*q = (NBits){ rt_attr_int(k, "K", -1), rt_attr_int(k, "N", -1), rt_attr_int(k, "block_size", -1), 0, 0, 0,
 		      bits == 2 || bits == 4 || bits == 8 ? (int)bits : 0 };
-	if (need_floats(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
+	if (rt_need_float(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
 		return nin < 3 || !in[1] || !in[2] ? rt_fail(k, "needs A, B and scales") : FAILED;
 	if (!q->bits)
 		return rt_fail(k, "bits = %lld is not supported (2, 4 or 8)", (long long)bits);
@@ -351,7 +341,7 @@ static Status rms_norm(const KCtx *k, RTensor *x, RTensor *scale, int64_t axis_a
 /* Results: Y[, inv_std_var]. */
 static Status k_simplified_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
-	if (need_floats(k, in, nin, 2) != OK)
+	if (rt_need_float(k, in, nin, 2) != OK)
 		return FAILED;
 	return rms_norm(k, in[0], in[1], rt_attr_int(k, "axis", -1), rt_attr_float(k, "epsilon", 1e-5), &out[0],
 			nout > 1 ? &out[1] : NULL);
@@ -362,7 +352,7 @@ static Status k_simplified_layernorm(const KCtx *k, RTensor *const *in, uint32_t
 static Status k_skip_simplified_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out,
 					  uint32_t nout)
 {
-	if (need_floats(k, in, nin, 3) != OK)
+	if (rt_need_float(k, in, nin, 3) != OK)
 		return FAILED;
 	RTensor *s1 = add_opt(k, in[0], in[1]);
 	RTensor *sum = s1 && nin > 3 && in[3] ? add_opt(k, s1, in[3]) : s1;
@@ -416,7 +406,7 @@ static RTensor *dq_a(const KCtx *k, const RTensor *a)
 static Status k_dynamic_quantize_matmul(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	if (need_floats(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
+	if (rt_need_float(k, in, nin, 1) != OK || nin < 3 || !in[1] || !in[2])
 		return nin < 3 || !in[1] || !in[2] ? rt_fail(k, "needs A, B and b_scale") : FAILED;
 	const RTensor *b = in[1], *bs = in[2], *bz = nin > 3 ? in[3] : NULL;
 	if ((b->dtype != DT_I8 && b->dtype != DT_U8) || b->rank != 2)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "runtime.h"
 
-static Status need_float(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t n)
+Status rt_need_float(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		if (i >= nin || !in[i])
@@ -47,7 +47,7 @@ static Status k_softmax(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor
 {
 	(void)nout;
 	int32_t axis;
-	if (need_float(k, in, nin, 1) != OK)
+	if (rt_need_float(k, in, nin, 1) != OK)
 		return FAILED;
 	const RTensor *x = in[0];
 	int old = k->opset < 13;
@@ -86,7 +86,7 @@ static Status ln_check(const KCtx *k, RTensor *const *in, uint32_t nin)
 {
 	int32_t rank;
 	int64_t shape[RT_MAX_RANK];
-	if (need_float(k, in, nin, 2) != OK || (nin > 2 && in[2] && need_float(k, in + 2, 1, 1) != OK))
+	if (rt_need_float(k, in, nin, 2) != OK || (nin > 2 && in[2] && rt_need_float(k, in + 2, 1, 1) != OK))
 		return FAILED;
 	if (rt_broadcast(k->n->loc, k->op, nin > 2 ? 3 : 2, in, &rank, shape) != OK)
 		return FAILED;
@@ -167,7 +167,7 @@ static Status k_gemm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 {
 	(void)nout;
 	int64_t m = 0, kk = 0, n = 0;
-	if (need_float(k, in, nin, 2) != OK || gemm_dims(k, in[0], in[1], &m, &kk, &n) != OK)
+	if (rt_need_float(k, in, nin, 2) != OK || gemm_dims(k, in[0], in[1], &m, &kk, &n) != OK)
 		return FAILED;
 	const RTensor *a = in[0], *b = in[1];
 	RTensor *c = nin > 2 ? in[2] : NULL;
@@ -206,7 +206,7 @@ static Status k_gemm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **
 static Status k_global_avg_pool(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	if (need_float(k, in, nin, 1) != OK)
+	if (rt_need_float(k, in, nin, 1) != OK)
 		return FAILED;
 	const RTensor *x = in[0];
 	if (x->rank < 2)
@@ -235,7 +235,7 @@ static Status k_global_avg_pool(const KCtx *k, RTensor *const *in, uint32_t nin,
 static Status k_conv(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
 {
 	(void)nout;
-	if (need_float(k, in, nin, 2) != OK)
+	if (rt_need_float(k, in, nin, 2) != OK)
 		return FAILED;
 	const RTensor *x = in[0], *w = in[1], *b = nin > 2 ? in[2] : NULL;
 	int32_t sp = x->rank - 2;

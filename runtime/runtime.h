@@ -155,6 +155,8 @@ typedef Status (*Kernel)(const KCtx *k, RTensor *const *in, uint32_t nin, RTenso
 
 Status rt_fail(const KCtx *k, const char *fmt, ...);
 Status rt_unsupported(const KCtx *k, const RTensor *t);    /* "unsupported dtype ..." */
+/* OK when in[0..n) are present and floating point, else the error. */
+Status rt_need_float(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t n);
 const Arg *rt_attr(const KCtx *k, const char *name);       /* NULL if absent */
 int64_t rt_attr_int(const KCtx *k, const char *name, int64_t dflt);
 /* A string attribute copied into buf (n bytes, cut short to fit), or dflt
