@@ -175,6 +175,18 @@ static Status k_fused_matmul(const KCtx *k, RTensor *const *in, uint32_t nin, RT
 	return s;
 }
 
+/* input + skip, + in[bias] when given: what the two skip normalizations
+ * normalize and return as their last result; NULL on failure. */
+static RTensor *skip_sum(const KCtx *k, RTensor *const *in, uint32_t nin, uint32_t bias)
+{
+	RTensor *s1 = add_opt(k, in[0], in[1]);
+	if (!s1 || nin <= bias || !in[bias])
+		return s1;
+	RTensor *sum = add_opt(k, s1, in[bias]);
+	rt_free(s1);
+	return sum;
+}
+
 /* ---- SkipLayerNormalization -------------------------------------------------- */
 
 static Status k_skip_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
@@ -183,10 +195,7 @@ static Status k_skip_layernorm(const KCtx *k, RTensor *const *in, uint32_t nin, 
 		return FAILED;
 	if (in[0]->rank < 1)
 		return rt_fail(k, "the input must have a rank of at least 1");
-	RTensor *s1 = add_opt(k, in[0], in[1]);
-	RTensor *sum = s1 && nin > 4 && in[4] ? add_opt(k, s1, in[4]) : s1;
-	if (sum != s1)
-		rt_free(s1);
+	RTensor *sum = skip_sum(k, in, nin, 4);
 	if (!sum)
 		return FAILED;
 	if (sum->rank != in[0]->rank || memcmp(sum->shape, in[0]->shape, sizeof *sum->shape * (size_t)sum->rank)) {
@@ -354,10 +363,7 @@ static Status k_skip_simplified_layernorm(const KCtx *k, RTensor *const *in, uin
 {
 	if (rt_need_float(k, in, nin, 3) != OK)
 		return FAILED;
-	RTensor *s1 = add_opt(k, in[0], in[1]);
-	RTensor *sum = s1 && nin > 3 && in[3] ? add_opt(k, s1, in[3]) : s1;
-	if (sum != s1)
-		rt_free(s1);
+	RTensor *sum = skip_sum(k, in, nin, 3);
 	if (!sum)
 		return FAILED;
 	RTensor *inv = NULL;
