@@ -46,6 +46,22 @@ int fuse_scalar_near(const Fuse *f, ValueId v, double x);
 int fuse_trailing_mean(const Fuse *f, const Node *n, int32_t rank);
 
 static inline Arg fuse_value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
+static inline Named fuse_int_kw(const char *name, int64_t v)
+{
+	return (Named){ sym_cstr(name), { .kind = A_INT, .u.i = v } };
+}
+static inline Named fuse_float_kw(const char *name, double v)
+{
+	return (Named){ sym_cstr(name), { .kind = A_FLOAT, .u.f = v } };
+}
+/* An attribute list of n ints (a perm, axes), in m's arena. */
+static inline Arg fuse_int_list(Module *m, const int64_t *v, uint32_t n)
+{
+	Arg *e = ARENA_ARRAY(&m->arena, Arg, n ? n : 1);
+	for (uint32_t i = 0; i < n; i++)
+		e[i] = (Arg){ .kind = A_INT, .u.i = v[i] };
+	return (Arg){ .kind = A_LIST, .elem = A_INT, .n = n, .u.list = e };
+}
 
 /* The fusion families: each looks at one node (the last of its pattern)
  * and rewrites it in place, or leaves it. */
@@ -76,5 +92,8 @@ void fuse_pad(Fuse *f, Node *n);                   /* fuse_pad.c */
 /* The MatMulNBits products of one activation in top-level graph g become
  * one and a Split (fuse_ort_products.c, run by fuse_ort). */
 void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms);
+/* Attention over a key/value cache in top-level graph g becomes
+ * GroupQueryAttention (fuse_ort_gqa.c, run by fuse_ort before its walk). */
+void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms);
 
 #endif

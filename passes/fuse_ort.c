@@ -65,16 +65,6 @@ static void set_ms(FuseOrt *o, Node *n, const char *op, uint32_t nargs, uint32_t
 	fuse_set_generic(&o->f, n, o->ms, sym_cstr(op), nargs, nkw);
 }
 
-static Named int_attr(const char *name, int64_t v)
-{
-	return (Named){ sym_cstr(name), { .kind = A_INT, .u.i = v } };
-}
-
-static Named float_attr(const char *name, double v)
-{
-	return (Named){ sym_cstr(name), { .kind = A_FLOAT, .u.f = v } };
-}
-
 /* ---- FusedMatMul ------------------------------------------------------- */
 
 /* v is of rank 2 or more. */
@@ -123,9 +113,9 @@ static void set_fused_matmul(FuseOrt *o, Node *n, const Mm *mm)
 	set_ms(o, n, "FusedMatMul", 2, 3);
 	n->args[0] = fuse_value_arg(mm->a);
 	n->args[1] = fuse_value_arg(mm->b);
-	n->kw[0] = float_attr("alpha", mm->alpha);
-	n->kw[1] = int_attr("transA", mm->ta);
-	n->kw[2] = int_attr("transB", mm->tb);
+	n->kw[0] = fuse_float_kw("alpha", mm->alpha);
+	n->kw[1] = fuse_int_kw("transA", mm->ta);
+	n->kw[2] = fuse_int_kw("transB", mm->tb);
 }
 
 /* A MatMul with a transposed operand. */
@@ -297,7 +287,7 @@ static void fuse_skip_norm(FuseOrt *o, Graph *g, Node *ln, const char *skip)
 	at->args[2] = fuse_value_arg(w);
 	if (c)
 		at->args[3] = fuse_value_arg(c);
-	at->kw[0] = float_attr("epsilon", eps);
+	at->kw[0] = fuse_float_kw("epsilon", eps);
 }
 
 /* ---- SimplifiedLayerNormalization -------------------------------------- */
@@ -335,8 +325,8 @@ static int fuse_rms(FuseOrt *o, Node *n)
 	fuse_set_generic(&o->f, n, S_onnx, sym_cstr("SimplifiedLayerNormalization"), 2, 2);
 	n->args[0] = fuse_value_arg(x);
 	n->args[1] = fuse_value_arg(w);
-	n->kw[0] = int_attr("axis", -1);
-	n->kw[1] = float_attr("epsilon", eps);
+	n->kw[0] = fuse_int_kw("axis", -1);
+	n->kw[1] = fuse_float_kw("epsilon", eps);
 	return 1;
 }
 
@@ -429,11 +419,22 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 	return OK;
 }
 
+/* First, as its nodes are made: attention over a cache (fuse_ort_gqa.c). */
+static Status gqa_graph(const GraphVisit *v, void *ctx)
+{
+	FuseOrt *o = ctx;
+	if (!v->depth)
+		fuse_ort_gqa(&o->f, v->g, o->ms);
+	return OK;
+}
+
 Status pass_fuse_ort(Module *m, const PassOptions *opt)
 {
 	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
 			{ m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset, 0 },
-		      sym_cstr("com.microsoft"), xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t)) };
+		      sym_cstr("com.microsoft"), NULL };
+	module_walk(m, WALK_PROGRAM, gqa_graph, &o);
+	o.pos = xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t));
 	module_walk(m, WALK_PROGRAM, fuse_ort_graph, &o);
 	rt_weights_close(&o.f.weights);
 	free(o.pos);

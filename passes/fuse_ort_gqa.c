@@ -1,0 +1,627 @@
+/* fuse_ort_gqa.c - -target=ort (the pass fuse_ort, before its walk):
+ * attention over a key/value cache becomes ONNX Runtime's
+ * GroupQueryAttention (com.microsoft, version 1): one kernel appends the
+ * step's keys and values to the cache and attends over it, where there
+ * were two Concats, a transposed key, two MatMuls, the scale, the mask's
+ * Tile and Add, a Softmax and the head reshapes.
+ *
+ *   K = Concat(pk, k, axis = -2)               present key    [B, Hkv, T, D]
+ *   V = Concat(pv, v, axis = -2)               present value  (T = P + S)
+ *   a = MatMul(Softmax(Add(scale(MatMul(group(q), Transpose(K, [0,1,3,2]))),
+ *                          tile(b)), axis = -1), V)
+ *   y = rows(ungroup(a))                                      [B, Hq, S, D]
+ *     -> o, K, V = GroupQueryAttention(bsh(q), bsh(k), bsh(v), pk, pv,
+ *                                      seqlens_k, T, , , , b')
+ *        y = Transpose(Reshape(rows(o), [0, 0, Hq, D]), [0, 2, 1, 3])
+ *
+ * which is attention.fxir's lowering of scaled_dot_product_attention over
+ * a cache the program concatenates (transformers' DynamicCache), after
+ * the -O2 pipeline: group(q) = Reshape(q, [0, Hkv, -1, 0]) and ungroup(a)
+ * = Reshape(a, [0, Hq, -1, 0]) when G = Hq / Hkv > 1 (q itself and a
+ * itself when G = 1), tile(b) = Tile(b, [1, 1, G, 1]) (b when G = 1),
+ * scale(s) = Mul(s, c) or Div(s, c) with c a positive one-element constant
+ * (or s), rows(x) = Where(Equal(ReduceMax(b, [-1]), -inf), 0, x) (the
+ * rows whose keys are all masked give 0; or x).  bsh(x) reads x [B, H, S,
+ * D] as [B, S, H * D]: a Reshape of the Transpose the program made it by
+ * when there is one, else Transpose and Reshape.  When y is only
+ * transposed back and reshaped to [B, S, Hq * D] (the attention output's
+ * usual road to o_proj), rows(o) takes that Reshape's place instead.
+ *
+ * The contrib op's semantics (ONNX Runtime's CPU kernel): batch row i
+ * holds seqlens_k[i] + 1 valid positions of the total T, the new ones
+ * after the past; query position s sees keys 0 .. past + s (causal) and
+ * adds attention_bias before a softmax over those.  seqlens_k = T - 1 for
+ * every row makes the whole cache valid as the program's Concat has it
+ * (a left-padded batch's pads included), and b' carries the program's
+ * mask: b = Where(m, 0, -inf) becomes Where(m, 0, lowest f32), finite so
+ * that a row with every key masked (a pad position of a left-padded
+ * prompt) stays finite (rows() still zeroes it, as before).  The kernel's
+ * causal cut changes nothing when m itself allows no key past the query:
+ * m is an And of terms one of which is LessOrEqual(j, i) with j the key
+ * index (Range(0, T, 1) along the last dim) and i = Range(0, S, 1) + P
+ * along the query dim, P read off a past cache input of K's past length
+ * (Gather(Shape(x), 2)): the mask transformers builds for a cache, sliding
+ * windows and padding being further terms.  A mask not seen to be within
+ * the causal one leaves the attention as it is.
+ *
+ * Legality besides: f32 throughout; q [B, Hq, S, D], k and v [B, Hkv, S,
+ * D], pk and pv graph inputs [B, Hkv, P, D], Hq, Hkv and D static, Hq a
+ * multiple of Hkv; b [B or 1, 1, S, T]; every node of the pattern feeds
+ * only the next (K and V are also graph outputs, the present cache).
+ * ONNX Runtime's kernel takes S > 1 after a non-empty past only at batch
+ * 1 (docs/passes.md).
+ *
+ * The nodes the masks share (b', seqlens_k, T) are made once a mask,
+ * after it; a layer's nodes stand before its attention's last MatMul and
+ * carry the provenance of the attention's last node.  The Concats and
+ * the pattern's nodes are removed here (GroupQueryAttention defines K and
+ * V now); dce takes the rest.  Linear: a few producer links a Softmax,
+ * and a short scan of the masks seen (a model has one or two). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fuse.h"
+
+enum { GQA_MASKS = 8, GQA_AND_TERMS = 32 };
+
+typedef struct Shared {         /* what the layers of one mask share */
+	ValueId b, bias, seqlens, total;
+} Shared;
+
+typedef struct Gqa {
+	Fuse *f;
+	Graph *g;
+	Sym ms;
+	uint8_t *is_out;            /* by ValueId: a graph output */
+	Node **reader;              /* by ValueId (values before the pass): the
+				     * first node of g reading it */
+	Node *cur;                  /* while the readers are noted */
+	int delta;                  /* recount's */
+	Shared masks[GQA_MASKS];
+	uint32_t nmasks;
+} Gqa;
+
+typedef struct Match {
+	Node *kcat, *vcat, *kt, *s, *ss, *sm, *soft, *a, *qg, *ya, *rows, *end;
+	ValueId q, k, v, pk, pv, b, dead, zero;
+	int64_t hq, hkv, d;
+	double scale;
+} Match;
+
+/* ---- recognizing ---------------------------------------------------------- */
+
+/* The one node reading v, when it is op (of the default domain). */
+static Node *sole_reader(const Gqa *q, ValueId v, OpId op)
+{
+	Node *r = v && v < q->f->nuses && fuse_one_use(q->f, v) ? q->reader[v] : NULL;
+	return r && r->op == op && r->domain == S_onnx ? r : NULL;
+}
+
+static const Type *f32_rank(const Module *m, ValueId v, int32_t rank)
+{
+	const Type *t = v ? val((Module *)m, v)->type : NULL;
+	return t && t->kind == TY_TENSOR && t->dtype == DT_F32 && t->rank == rank ? t : NULL;
+}
+
+static int dim_is(Dim d, int64_t v) { return !d.sym && d.v == v; }
+
+/* v is a one-dim i64 constant holding exactly want[0..n). */
+static int ints_are(const Module *m, ValueId v, const int64_t *want, int32_t n)
+{
+	const Tensor *t = const_tensor(m, v);
+	if (!t || !t->type || t->type->dtype != DT_I64 || type_numel(t->type) != n || !t->data)
+		return 0;
+	for (int32_t i = 0; i < n; i++)
+		if (tensor_get_i(DT_I64, t->data, (size_t)i) != want[i])
+			return 0;
+	return 1;
+}
+
+static int perm_is(const Node *n, const int64_t *p, int32_t rank)
+{
+	const Named *k = node_kw(n, S_perm);
+	if (!k || k->val.kind != A_LIST || k->val.n != (uint32_t)rank)
+		return 0;
+	for (int32_t i = 0; i < rank; i++)
+		if (k->val.u.list[i].kind != A_INT || k->val.u.list[i].u.i != p[i])
+			return 0;
+	return 1;
+}
+
+static const int64_t swap12[4] = { 0, 2, 1, 3 };
+
+/* A Concat(past, new) along dim 2 of rank-4 values, past a graph input:
+ * the node, with *past and *now set. */
+static Node *cache_concat(const Module *m, ValueId c, ValueId *past, ValueId *now)
+{
+	Node *n = match_op(m, c, OP_ONNX_Concat);
+	int64_t axis = n ? fuse_attr_int(n, "axis", 99) : 99;
+	if (!n || n->nargs != 2 || (axis != 2 && axis != -2) || !operand(n, 0) || !operand(n, 1) ||
+	    val((Module *)m, operand(n, 0))->kind != VK_INPUT)
+		return NULL;
+	*past = operand(n, 0);
+	*now = operand(n, 1);
+	return n;
+}
+
+/* x through Unsqueeze and Reshape nodes back to a 1-D value; x's type has
+ * every dim 1 but dim `at` (counted from the end, -1 or -2), which is
+ * `len`.  VNONE otherwise. */
+static ValueId along(const Module *m, ValueId x, int32_t at, Dim len)
+{
+	const Type *t = x ? val((Module *)m, x)->type : NULL;
+	if (!t || t->kind != TY_TENSOR || t->rank < 2)
+		return VNONE;
+	for (int32_t i = 0; i < t->rank; i++)
+		if (i == t->rank + at ? !dim_same(t->dims[i], len) : !dim_is(t->dims[i], 1))
+			return VNONE;
+	for (int hops = 0; hops < 8; hops++) {
+		const Type *u = val((Module *)m, x)->type;
+		if (u && u->kind == TY_TENSOR && u->rank == 1)
+			return x;
+		Node *d = match_op(m, x, OP_ONNX_Unsqueeze);
+		if (!d)
+			d = match_op(m, x, OP_ONNX_Reshape);
+		if (!d || !operand(d, 0))
+			return VNONE;
+		x = operand(d, 0);
+	}
+	return VNONE;
+}
+
+/* v = Range(0, n, 1). */
+static int range0(const Module *m, ValueId v)
+{
+	Node *r = match_op(m, v, OP_ONNX_Range);
+	return r && match_const(m, operand(r, 0), 0) && match_const(m, operand(r, 2), 1);
+}
+
+/* p is the past length of the cache pk: dim 2 of a rank-4 graph input
+ * whose dim 2 is pk's (Gather(Shape(x), 2 or -2)). */
+static int past_len(const Module *m, ValueId p, ValueId pk)
+{
+	Node *gth = match_op(m, p, OP_ONNX_Gather);
+	Node *sh = gth ? match_operand(m, gth, 0, OP_ONNX_Shape) : NULL;
+	ValueId x = sh ? operand(sh, 0) : VNONE;
+	const Type *tx = x ? val((Module *)m, x)->type : NULL, *tk = val((Module *)m, pk)->type;
+	return sh && !node_kw(sh, S_start) && !node_kw(sh, S_end) && fuse_attr_int(gth, "axis", 0) == 0 &&
+	       (match_const(m, operand(gth, 1), 2) || match_const(m, operand(gth, 1), -2)) &&
+	       val((Module *)m, x)->kind == VK_INPUT && tx && tx->kind == TY_TENSOR && tx->rank == 4 &&
+	       dim_same(tx->dims[2], tk->dims[2]);
+}
+
+/* The query index i = Range(0, S, 1) + P (either order), P the past length
+ * or 0: no larger than the kernel's past + s. */
+static int query_index(const Module *m, ValueId i, ValueId pk)
+{
+	Node *add = match_op(m, i, OP_ONNX_Add);
+	if (!add)
+		return range0(m, i);
+	ValueId x = operand(add, 0), y = operand(add, 1);
+	if (!range0(m, x)) {
+		ValueId t = x;
+		x = y;
+		y = t;
+	}
+	return range0(m, x) && (match_const(m, y, 0) || past_len(m, y, pk));
+}
+
+/* The bool mask mk is an And of terms one of which is LessOrEqual(j, i)
+ * (or GreaterOrEqual(i, j)): key index j along the last dim (T), query
+ * index i along dim -2 (S). */
+static int within_causal(const Module *m, ValueId mk, ValueId pk, Dim s, Dim t)
+{
+	ValueId stack[GQA_AND_TERMS];
+	uint32_t n = 0, seen = 0;
+	stack[n++] = mk;
+	while (n && seen++ < GQA_AND_TERMS) {
+		ValueId x = stack[--n];
+		Node *d = def_of(m, x);
+		if (!d || d->domain != S_onnx || d->nargs != 2)
+			continue;
+		if (d->op == OP_ONNX_And) {
+			for (uint32_t i = 0; i < 2 && n < GQA_AND_TERMS; i++)
+				if (operand(d, i))
+					stack[n++] = operand(d, i);
+			continue;
+		}
+		uint32_t jk = d->op == OP_ONNX_LessOrEqual ? 0 : d->op == OP_ONNX_GreaterOrEqual ? 1 : 2;
+		if (jk == 2)
+			continue;
+		ValueId j = along(m, operand(d, jk), -1, t), i = along(m, operand(d, 1 - jk), -2, s);
+		if (j && i && range0(m, j) && query_index(m, i, pk))
+			return 1;
+	}
+	return 0;
+}
+
+/* b = Where(m, 0, -inf) with m a bool mask within the causal one. */
+static int causal_bias(Gqa *q, ValueId b, ValueId pk, Dim s, Dim t, ValueId *zero)
+{
+	Module *m = q->f->m;
+	Node *w = match_op(m, b, OP_ONNX_Where);
+	const Type *tm = w && operand(w, 0) ? val(m, operand(w, 0))->type : NULL;
+	if (!w || !tm || tm->kind != TY_TENSOR || tm->dtype != DT_BOOL || !match_const(m, operand(w, 1), 0) ||
+	    !match_const(m, operand(w, 2), -INFINITY))
+		return 0;
+	*zero = operand(w, 1);
+	return within_causal(m, operand(w, 0), pk, s, t);
+}
+
+/* n = op(x, c) or op(c, x) (c a one-element positive constant): x, *c set. */
+static ValueId scaled(const Fuse *f, const Node *n, double *c)
+{
+	if (n->nargs != 2)
+		return VNONE;
+	for (uint32_t i = 0; i < 2; i++)
+		if (fuse_scalar(f, operand(n, 1 - i), c) && *c > 0 && (n->op == OP_ONNX_Mul || i == 0)) {
+			if (n->op == OP_ONNX_Div)
+				*c = 1.0 / *c;
+			return operand(n, i);
+		}
+	return VNONE;
+}
+
+/* The pattern ending at the Softmax n. */
+static int match(Gqa *q, Node *n, Match *x)
+{
+	Fuse *f = q->f;
+	Module *m = f->m;
+	memset(x, 0, sizeof *x);
+	x->soft = n;
+	if (fuse_attr_int(n, "axis", -1) != -1 && fuse_attr_int(n, "axis", -1) != 3)
+		return 0;
+	/* after: a = MatMul(p, V), ungroup, rows */
+	ValueId p = n->res[0];
+	Node *a = sole_reader(q, p, OP_ONNX_MatMul);
+	if (!a || operand(a, 0) != p || !(x->vcat = cache_concat(m, operand(a, 1), &x->pv, &x->v)))
+		return 0;
+	x->a = a;
+	/* before: sm = Add(ss, tile(b)) */
+	Node *sm = match_operand(m, n, 0, OP_ONNX_Add);
+	if (!sm || !fuse_one_use(f, sm->res[0]))
+		return 0;
+	x->sm = sm;
+	ValueId ss = operand(sm, 0), bg = operand(sm, 1);
+	Node *sd = def_of(m, ss);
+	if (!sd || (sd->op != OP_ONNX_Mul && sd->op != OP_ONNX_Div && sd->op != OP_ONNX_MatMul) ||
+	    sd->domain != S_onnx) {
+		ValueId t = ss;
+		ss = bg;
+		bg = t;
+		sd = def_of(m, ss);
+	}
+	if (!sd || sd->domain != S_onnx || !fuse_one_use(f, ss))
+		return 0;
+	x->scale = 1.0;
+	ValueId sv = ss;
+	if (sd->op == OP_ONNX_Mul || sd->op == OP_ONNX_Div) {
+		if (!(sv = scaled(f, sd, &x->scale)) || !fuse_one_use(f, sv))
+			return 0;
+		x->ss = sd;
+	}
+	Node *s = match_op(m, sv, OP_ONNX_MatMul);
+	Node *kt = s ? match_operand(m, s, 1, OP_ONNX_Transpose) : NULL;
+	static const int64_t swap23[4] = { 0, 1, 3, 2 };
+	if (!kt || !perm_is(kt, swap23, 4) || !fuse_one_use(f, kt->res[0]) ||
+	    !(x->kcat = cache_concat(m, operand(kt, 0), &x->pk, &x->k)))
+		return 0;
+	x->s = s;
+	x->kt = kt;
+	/* K and V: read by the pattern, else only graph outputs */
+	ValueId kv[2] = { x->kcat->res[0], x->vcat->res[0] };
+	for (int i = 0; i < 2; i++)
+		if (kv[i] >= f->nuses || f->uses[kv[i]] != 1u + q->is_out[kv[i]])
+			return 0;
+	/* heads */
+	ValueId qv = operand(s, 0);
+	Node *qg = match_op(m, qv, OP_ONNX_Reshape);
+	const Type *tk = f32_rank(m, x->k, 4), *tpk = f32_rank(m, x->pk, 4);
+	if (!tk || !tpk || !f32_rank(m, x->v, 4) || !f32_rank(m, x->pv, 4) || tk->dims[1].sym || tk->dims[3].sym)
+		return 0;
+	x->hkv = tk->dims[1].v;
+	x->d = tk->dims[3].v;
+	int64_t grouped[4] = { 0, x->hkv, -1, 0 };
+	if (qg && ints_are(m, operand(qg, 1), grouped, 4) && fuse_one_use(f, qv)) {
+		x->qg = qg;
+		qv = operand(qg, 0);
+	}
+	const Type *tq = f32_rank(m, qv, 4), *tv = val(m, x->v)->type, *tkc = val(m, kv[0])->type;
+	if (!tq || tq->dims[1].sym || !dim_is(tq->dims[3], x->d) || x->hkv < 1 || tq->dims[1].v % x->hkv)
+		return 0;
+	x->q = qv;
+	x->hq = tq->dims[1].v;
+	int64_t g = x->hq / x->hkv;
+	if ((g > 1) != (x->qg != NULL) || !dim_is(tv->dims[1], x->hkv) || !dim_is(tv->dims[3], x->d) ||
+	    !dim_same(tk->dims[2], tq->dims[2]) || !dim_same(tv->dims[2], tq->dims[2]) ||
+	    !dim_same(tk->dims[0], tq->dims[0]) || !dim_same(tpk->dims[0], tq->dims[0]) ||
+	    !dim_is(tpk->dims[1], x->hkv) || !dim_is(tpk->dims[3], x->d) || !type_equal(tpk, val(m, x->pv)->type))
+		return 0;
+	/* the mask */
+	x->b = bg;
+	if (g > 1) {
+		Node *tile = match_op(m, bg, OP_ONNX_Tile);
+		int64_t reps[4] = { 1, 1, g, 1 };
+		if (!tile || !ints_are(m, operand(tile, 1), reps, 4))
+			return 0;
+		x->b = operand(tile, 0);
+	}
+	const Type *tb = f32_rank(m, x->b, 4);
+	if (!tb || !dim_is(tb->dims[1], 1) || !dim_same(tb->dims[2], tq->dims[2]) ||
+	    !dim_same(tb->dims[3], tkc->dims[2]) || !(dim_is(tb->dims[0], 1) || dim_same(tb->dims[0], tq->dims[0])) ||
+	    !causal_bias(q, x->b, x->pk, tq->dims[2], tkc->dims[2], &x->zero))
+		return 0;
+	/* after a: ungroup, rows */
+	ValueId y = a->res[0];
+	x->end = a;
+	if (g > 1) {
+		int64_t heads[4] = { 0, x->hq, -1, 0 };
+		Node *ya = sole_reader(q, y, OP_ONNX_Reshape);
+		if (!ya || operand(ya, 0) != y || !ints_are(m, operand(ya, 1), heads, 4))
+			return 0;
+		x->ya = x->end = ya;
+		y = ya->res[0];
+	}
+	if (!fuse_one_use(f, a->res[0]))
+		return 0;
+	Node *u = sole_reader(q, y, OP_ONNX_Where);
+	Node *eq = u && operand(u, 2) == y ? match_operand(m, u, 0, OP_ONNX_Equal) : NULL;
+	Node *top = eq ? match_operand(m, eq, 0, OP_ONNX_ReduceMax) : NULL;
+	if (top && operand(top, 0) == x->b && match_const(m, operand(eq, 1), -INFINITY) &&
+	    match_const(m, operand(u, 1), 0)) {
+		x->rows = x->end = u;
+		x->dead = eq->res[0];
+	}
+	return 1;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+/* The use counts of the values n reads, by delta (the later rewrites of
+ * fuse_ort read them). */
+static void count_one(ValueId v, void *ctx)
+{
+	Gqa *q = ctx;
+	if (v < q->f->nuses)
+		q->f->uses[v] += (uint32_t)q->delta;
+}
+
+static void recount(Gqa *q, Node *n, int delta)
+{
+	q->delta = delta;
+	node_each_use(n, count_one, q);
+}
+
+/* A new node op(args) before `at`, one result named after `like` +
+ * suffix (untyped: inference types it after the pass), with the
+ * provenance of `from`. */
+static ValueId emit(Gqa *q, Node *at, const Node *from, OpId op, const Arg *args, uint32_t nargs,
+		    const Named *kw, uint32_t nkw, ValueId like, const char *suffix)
+{
+	Module *m = q->f->m;
+	Node *n = node_new_op(m, op, 1, nargs, nkw);
+	memcpy(n->args, args, nargs * sizeof *args);
+	if (nkw)
+		memcpy(n->kw, kw, nkw * sizeof *kw);
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
+	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), NULL, VK_NODE);
+	val(m, n->res[0])->def = n;
+	val(m, n->res[0])->res = 0;
+	n->prov = from->prov;
+	n->loc = from->loc;
+	node_insert_before(q->g, at, n);
+	recount(q, n, 1);
+	return n->res[0];
+}
+
+static ValueId emit1(Gqa *q, Node *at, const Node *from, OpId op, ValueId x, ValueId y, const char *suffix)
+{
+	Arg args[2] = { fuse_value_arg(x), fuse_value_arg(y) };
+	return emit(q, at, from, op, args, y ? 2 : 1, NULL, 0, x, suffix);
+}
+
+static ValueId shape_slice(Gqa *q, Node *at, const Node *from, ValueId x, int64_t start, int64_t end)
+{
+	Arg args[1] = { fuse_value_arg(x) };
+	Named kw[2] = { fuse_int_kw("start", start), fuse_int_kw("end", end) };
+	return emit(q, at, from, OP_ONNX_Shape, args, 1, kw, 2, x, "dim");
+}
+
+static ValueId cast(Gqa *q, Node *at, const Node *from, ValueId x, DType to)
+{
+	Arg args[1] = { fuse_value_arg(x) };
+	Named kw[1] = { fuse_int_kw("to", dtype_onnx(to)) };
+	return emit(q, at, from, OP_ONNX_Cast, args, 1, kw, 1, x, "i32");
+}
+
+/* The f32 scalar constant `lowest` of g. */
+static ValueId lowest(Gqa *q, ValueId like)
+{
+	Module *m = q->f->m;
+	Tensor *t = ARENA_NEW(&m->arena, Tensor);
+	t->type = type_tensor(&m->arena, DT_F32, 0, NULL);
+	t->nbytes = 4;
+	float v = -3.4028234663852886e38f;
+	t->data = arena_dup(&m->arena, &v, 4);
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_lowest", sym_str(val(m, like)->name));
+	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
+	val(m, c)->init = t;
+	val(m, c)->loc = val(m, like)->loc;
+	VEC_PUSH(&m->arena, q->g->inits, c);
+	return c;
+}
+
+/* The nodes the attentions of mask b share, made once after b. */
+static const Shared *shared(Gqa *q, const Match *x)
+{
+	for (uint32_t i = 0; i < q->nmasks; i++)
+		if (q->masks[i].b == x->b)
+			return &q->masks[i];
+	if (q->nmasks == GQA_MASKS)
+		return NULL;
+	Module *m = q->f->m;
+	Node *w = def_of(m, x->b), *at = w->next;
+	Shared *sh = &q->masks[q->nmasks++];
+	sh->b = x->b;
+	Arg wa[3] = { w->args[0], fuse_value_arg(x->zero), fuse_value_arg(lowest(q, x->b)) };
+	sh->bias = emit(q, at, w, OP_ONNX_Where, wa, 3, NULL, 0, x->b, "finite");
+	/* T from the mask's last dim, B from the past cache's first */
+	ValueId t = shape_slice(q, at, w, x->b, 3, 4);
+	int64_t one = 1;
+	ValueId t1 = emit1(q, at, w, OP_ONNX_Sub, t, const_i64s(m, q->g, &one, 1, x->b, "one"), "past");
+	ValueId batch = shape_slice(q, at, w, x->pk, 0, 1);
+	sh->seqlens = cast(q, at, w, emit1(q, at, w, OP_ONNX_Expand, t1, batch, "rows"), DT_I32);
+	ValueId scalar = emit1(q, at, w, OP_ONNX_Reshape, t, const_i64s(m, q->g, NULL, 0, x->b, "scalar"), "total");
+	sh->total = cast(q, at, w, scalar, DT_I32);
+	return sh;
+}
+
+/* Transpose(x, [0, 2, 1, 3]). */
+static ValueId swap_heads(Gqa *q, Node *at, const Node *from, ValueId x, const char *suffix)
+{
+	Arg args[1] = { fuse_value_arg(x) };
+	Named kw[1] = { { S_perm, fuse_int_list(q->f->m, swap12, 4) } };
+	return emit(q, at, from, OP_ONNX_Transpose, args, 1, kw, 1, x, suffix);
+}
+
+/* x [B, H, S, D] as [B, S, H * D]. */
+static ValueId bsh(Gqa *q, Node *at, const Node *from, ValueId x, int64_t h, int64_t d)
+{
+	Module *m = q->f->m;
+	Node *t = match_op(m, x, OP_ONNX_Transpose);
+	ValueId src = t && perm_is(t, swap12, 4) ? operand(t, 0) : VNONE;
+	if (!src)
+		src = swap_heads(q, at, from, x, "bsnh");
+	/* the split heads of a [B, S, H * D] value: that value */
+	Node *r = match_op(m, src, OP_ONNX_Reshape);
+	const Type *ts = val(m, src)->type, *tz = r ? f32_rank(m, operand(r, 0), 3) : NULL;
+	if (tz && ts && ts->rank == 4 && dim_same(tz->dims[0], ts->dims[0]) && dim_same(tz->dims[1], ts->dims[1]) &&
+	    dim_is(tz->dims[2], h * d))
+		return operand(r, 0);
+	int64_t flat[3] = { 0, 0, h * d };
+	return emit1(q, at, from, OP_ONNX_Reshape, src, const_i64s(m, q->g, flat, 3, x, "bsh"), "bsh");
+}
+
+/* y, read only by Transpose(y, [0, 2, 1, 3]) read only by a Reshape to
+ * [B, S, Hq * D]: that Reshape. */
+static Node *flat_reader(Gqa *q, const Match *x, ValueId y)
+{
+	Fuse *f = q->f;
+	Node *t = sole_reader(q, y, OP_ONNX_Transpose);
+	if (!t || !perm_is(t, swap12, 4))
+		return NULL;
+	Node *r = sole_reader(q, t->res[0], OP_ONNX_Reshape);
+	if (!r || operand(r, 0) != t->res[0])
+		return NULL;
+	const Type *tr = r ? f32_rank(f->m, r->res[0], 3) : NULL, *tq = val(f->m, x->q)->type;
+	return tr && dim_same(tr->dims[0], tq->dims[0]) && dim_same(tr->dims[1], tq->dims[2]) &&
+	       dim_is(tr->dims[2], x->hq * x->d) ? r : NULL;
+}
+
+/* The GroupQueryAttention node made, or NULL when the masks' table is full. */
+static Node *rewrite(Gqa *q, Match *x)
+{
+	Fuse *f = q->f;
+	Module *m = f->m;
+	const Shared *sh = shared(q, x);
+	if (!sh)
+		return NULL;
+	Node *from = x->end, *at = x->a;
+	ValueId qin = bsh(q, at, from, x->q, x->hq, x->d), kin = bsh(q, at, from, x->k, x->hkv, x->d),
+		vin = bsh(q, at, from, x->v, x->hkv, x->d);
+
+	Node *n = node_new(m, q->ms, sym_cstr("GroupQueryAttention"), 3, 11, 3);
+	ValueId ins[11] = { qin, kin, vin, x->pk, x->pv, sh->seqlens, sh->total, VNONE, VNONE, VNONE, sh->bias };
+	for (uint32_t i = 0; i < 11; i++)
+		n->args[i] = ins[i] ? fuse_value_arg(ins[i]) : (Arg){ .kind = A_NONE };
+	n->kw[0] = fuse_int_kw("num_heads", x->hq);
+	n->kw[1] = fuse_int_kw("kv_num_heads", x->hkv);
+	n->kw[2] = fuse_float_kw("scale", x->scale);
+	n->prov = from->prov;
+	n->loc = from->loc;
+	const Type *tq = val(m, x->q)->type;
+	Dim dims[3] = { tq->dims[0], tq->dims[2], { x->hq * x->d, 0 } };
+	ValueId y = x->end->res[0];
+	Node *flat = flat_reader(q, x, y);
+	ValueId o = flat && !x->rows ? flat->res[0] :
+		value_new(m, value_fresh_name(m, val(m, y)->name), NULL, VK_NODE);
+	val(m, o)->type = type_tensor(&m->arena, DT_F32, 3, dims);
+	n->res[0] = o;
+	n->res[1] = x->kcat->res[0];
+	n->res[2] = x->vcat->res[0];
+	for (uint32_t i = 0; i < 3; i++) {
+		val(m, n->res[i])->def = n;
+		val(m, n->res[i])->res = i;
+	}
+	node_insert_before(q->g, at, n);
+	recount(q, n, 1);
+	recount(q, x->kcat, -1);
+	recount(q, x->vcat, -1);
+	node_remove(q->g, x->kcat);
+	node_remove(q->g, x->vcat);
+
+	/* the result: rows(o) where the flat Reshape was, or y rebuilt */
+	Node *last = flat ? flat : x->end;
+	ValueId out = o;
+	if (x->rows) {
+		int64_t bs1[3] = { 0, -1, 1 };
+		ValueId dead = emit1(q, last, from, OP_ONNX_Reshape, x->dead,
+				     const_i64s(m, q->g, bs1, 3, x->dead, "rows"), "bs1");
+		Arg wa[3] = { fuse_value_arg(dead), fuse_value_arg(x->zero), fuse_value_arg(o) };
+		out = emit(q, last, from, OP_ONNX_Where, wa, 3, NULL, 0, o, "rows");
+	}
+	ValueId want = flat ? flat->res[0] : y;
+	if (out != want) {
+		Node *d = def_of(m, out);
+		if (!flat) {
+			int64_t split[4] = { 0, 0, x->hq, x->d };
+			ValueId r = emit1(q, last, from, OP_ONNX_Reshape, out, const_i64s(m, q->g, split, 4, out, "heads"),
+					  "heads");
+			d = def_of(m, swap_heads(q, last, from, r, "bhsd"));
+		}
+		val(m, d->res[0])->def = NULL;  /* its fresh value is dropped: d defines `want` */
+		d->res[0] = want;
+		val(m, want)->def = d;
+		val(m, want)->res = 0;
+	}
+	/* the pattern's own nodes, each read only by the next */
+	Node *gone[] = { flat ? def_of(m, operand(flat, 0)) : NULL, flat, x->rows, x->ya, x->a, x->soft, x->sm,
+			 x->ss, x->s, x->kt, x->qg };
+	for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+		if (gone[i]) {
+			recount(q, gone[i], -1);
+			node_remove(q->g, gone[i]);
+		}
+	f->edits++;
+	rewrite_count("fuse_ort", "GroupQueryAttention");
+	return n;
+}
+
+static void note_reader(ValueId v, void *ctx)
+{
+	Gqa *q = ctx;
+	if (v < q->f->nuses && !q->reader[v])
+		q->reader[v] = q->cur;
+}
+
+void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms)
+{
+	Gqa q = { f, g, ms, module_output_marks(f->m), xcalloc(f->nuses ? f->nuses : 1, sizeof(Node *)), NULL, 0,
+		  { { 0 } }, 0 };
+	for (Node *n = g->first; n; n = n->next) {
+		q.cur = n;
+		node_each_use(n, note_reader, &q);
+	}
+	for (Node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		Match x;
+		Node *made;
+		if (n->op == OP_ONNX_Softmax && n->domain == S_onnx && n->nres == 1 && match(&q, n, &x) &&
+		    (made = rewrite(&q, &x)) != NULL)
+			next = made->next;
+	}
+	free(q.reader);
+	free(q.is_out);
+}
