@@ -68,6 +68,11 @@ typedef struct Shared {         /* what the layers of one mask share */
 	ValueId b, bias, seqlens, total;
 } Shared;
 
+typedef struct Rotary {        /* a rotary embedding's tables, as the kernels read them */
+	ValueId cos, sin;           /* [B, S, D], the program's */
+	ValueId pos, cos_cache, sin_cache;
+} Rotary;
+
 typedef struct Gqa {
 	Fuse *f;
 	Graph *g;
@@ -79,11 +84,16 @@ typedef struct Gqa {
 	int delta;                  /* recount's */
 	Shared masks[GQA_MASKS];
 	uint32_t nmasks;
+	Rotary rots[GQA_MASKS];
+	uint32_t nrots;
+	ValueId dead[GQA_MASKS][2]; /* a rows mask [B, 1, S, 1] and its [B, S, 1] */
+	uint32_t ndead;
 } Gqa;
 
 typedef struct Match {
 	Node *kcat, *vcat, *kt, *s, *ss, *sm, *soft, *a, *qg, *ya, *rows, *end;
 	ValueId q, k, v, pk, pv, b, dead, zero;
+	ValueId q0, k0, cos, sin;   /* q and k before a rotary embedding (else VNONE) */
 	int64_t hq, hkv, d;
 	double scale;
 } Match;
@@ -262,6 +272,86 @@ static ValueId scaled(const Fuse *f, const Node *n, double *c)
 	return VNONE;
 }
 
+/* n = Slice(x, [start], [end], [axis], [1]) along the last dim of a rank-4
+ * x, end at least `end` (the rest). */
+static int slice_is(const Module *m, const Node *n, ValueId x, int64_t start, int64_t end)
+{
+	const int64_t want[4] = { start, end, 0, 1 };
+	if (!n || operand(n, 0) != x || n->nargs < 3 || n->nargs > 5)
+		return 0;
+	for (uint32_t i = 1; i < n->nargs; i++) {
+		const Tensor *t = const_tensor(m, operand(n, i));
+		if (!t || !t->type || t->type->dtype != DT_I64 || type_numel(t->type) != 1 || !t->data)
+			return 0;
+		int64_t v = tensor_get_i(DT_I64, t->data, 0);
+		if (i == 2 ? v < end : i == 3 ? (v != -1 && v != 3) : v != want[i - 1])
+			return 0;
+	}
+	return n->nargs >= 4;
+}
+
+/* c [B, S, D] is op(Concat(f, f, axis = -1)), or that times a one-element
+ * constant: its two halves along D are equal. */
+static int halves_equal(const Fuse *f, ValueId c, OpId op)
+{
+	Node *n = match_op(f->m, c, OP_ONNX_Mul);
+	double k;
+	if (n && !(c = scaled(f, n, &k)))
+		return 0;
+	Node *t = match_op(f->m, c, op);
+	Node *cat = t ? match_operand(f->m, t, 0, OP_ONNX_Concat) : NULL;
+	int64_t axis = cat ? fuse_attr_int(cat, "axis", 0) : 0;
+	return cat && cat->nargs == 2 && operand(cat, 0) && operand(cat, 0) == operand(cat, 1) &&
+	       (axis == -1 || axis == 2);
+}
+
+/* u = Unsqueeze(c, [1]) with c [B, S, D] f32 whose halves along D are
+ * equal (op Cos or Sin): c, else VNONE. */
+static ValueId table(const Fuse *f, ValueId u, OpId op, int64_t d)
+{
+	static const int64_t one[1] = { 1 };
+	Node *n = match_op(f->m, u, OP_ONNX_Unsqueeze);
+	ValueId c = n ? operand(n, 0) : VNONE;
+	const Type *t = f32_rank(f->m, c, 3);
+	return t && ints_are(f->m, operand(n, 1), one, 1) && dim_is(t->dims[2], d) && halves_equal(f, c, op) ?
+		c : VNONE;
+}
+
+/* x = Add(Mul(x0, Unsqueeze(cos)), Mul(Concat(Neg(x0[.., h:]), x0[.., :h]), Unsqueeze(sin)))
+ * (either order of every Add and Mul), h = D/2: rotate_half's rotary
+ * embedding of x0 [B, H, S, D], transformers' form.  x0, cos and sin set. */
+static int rotary(const Fuse *f, ValueId x, int64_t d, ValueId *x0, ValueId *cos, ValueId *sin)
+{
+	Module *m = f->m;
+	Node *add = match_op(m, x, OP_ONNX_Add);
+	if (!add || d % 2)
+		return 0;
+	for (uint32_t i = 0; i < 2; i++) {
+		Node *mc = match_operand(m, add, i, OP_ONNX_Mul), *ms = match_operand(m, add, 1 - i, OP_ONNX_Mul);
+		if (!mc || !ms)
+			continue;
+		for (uint32_t j = 0; j < 4; j++) {
+			Node *cat = match_operand(m, ms, j & 1, OP_ONNX_Concat);
+			ValueId su = operand(ms, 1 - (j & 1)), a0 = operand(mc, j >> 1), cu = operand(mc, 1 - (j >> 1));
+			Node *neg = cat && cat->nargs == 2 ? match_operand(m, cat, 0, OP_ONNX_Neg) : NULL;
+			Node *hi = neg ? match_operand(m, neg, 0, OP_ONNX_Slice) : NULL;
+			Node *lo = hi ? match_operand(m, cat, 1, OP_ONNX_Slice) : NULL;
+			int64_t axis = cat ? fuse_attr_int(cat, "axis", 0) : 0;
+			if (!lo || (axis != -1 && axis != 3) || !f32_rank(m, a0, 4) || !slice_is(m, hi, a0, d / 2, d) ||
+			    !slice_is(m, lo, a0, 0, d / 2))
+				continue;
+			ValueId c = table(f, cu, OP_ONNX_Cos, d), s = table(f, su, OP_ONNX_Sin, d);
+			if (c && s) {
+				*x0 = a0;
+				*cos = c;
+				*sin = s;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 /* The pattern ending at the Softmax n. */
 static int match(Gqa *q, Node *n, Match *x)
 {
@@ -337,6 +427,13 @@ static int match(Gqa *q, Node *n, Match *x)
 	    !dim_same(tk->dims[0], tq->dims[0]) || !dim_same(tpk->dims[0], tq->dims[0]) ||
 	    !dim_is(tpk->dims[1], x->hkv) || !dim_is(tpk->dims[3], x->d) || !type_equal(tpk, val(m, x->pv)->type))
 		return 0;
+	/* q and k rotated alike: the rotation goes before the kernel as
+	 * RotaryEmbedding, reading the step's own tables */
+	ValueId kc, ks;
+	if (!rotary(f, x->q, x->d, &x->q0, &x->cos, &x->sin) || !rotary(f, x->k, x->d, &x->k0, &kc, &ks) ||
+	    kc != x->cos || ks != x->sin || !dim_same(val(m, x->cos)->type->dims[0], tq->dims[0]) ||
+	    !dim_same(val(m, x->cos)->type->dims[1], tq->dims[2]))
+		x->q0 = x->k0 = VNONE;
 	/* the mask */
 	x->b = bg;
 	if (g > 1) {
@@ -435,17 +532,18 @@ static ValueId cast(Gqa *q, Node *at, const Node *from, ValueId x, DType to)
 	return emit(q, at, from, OP_ONNX_Cast, args, 1, kw, 1, x, "i32");
 }
 
-/* The f32 scalar constant `lowest` of g. */
-static ValueId lowest(Gqa *q, ValueId like)
+/* A 0-d constant of g: f32 x or i64 i, named after `like` + suffix. */
+static ValueId scalar(Gqa *q, DType dt, double x, int64_t i, ValueId like, const char *suffix)
 {
 	Module *m = q->f->m;
 	Tensor *t = ARENA_NEW(&m->arena, Tensor);
-	t->type = type_tensor(&m->arena, DT_F32, 0, NULL);
-	t->nbytes = 4;
-	float v = -3.4028234663852886e38f;
-	t->data = arena_dup(&m->arena, &v, 4);
+	t->type = type_tensor(&m->arena, dt, 0, NULL);
+	t->nbytes = tensor_nbytes(dt, 1);
+	uint8_t *b = arena_alloc(&m->arena, 8);
+	tensor_put(dt, b, 0, x, i, dt != DT_F32);
+	t->data = b;
 	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_lowest", sym_str(val(m, like)->name));
+	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
 	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
 	val(m, c)->init = t;
 	val(m, c)->loc = val(m, like)->loc;
@@ -465,7 +563,8 @@ static const Shared *shared(Gqa *q, const Match *x)
 	Node *w = def_of(m, x->b), *at = w->next;
 	Shared *sh = &q->masks[q->nmasks++];
 	sh->b = x->b;
-	Arg wa[3] = { w->args[0], fuse_value_arg(x->zero), fuse_value_arg(lowest(q, x->b)) };
+	ValueId low = scalar(q, DT_F32, -3.4028234663852886e38, 0, x->b, "lowest");
+	Arg wa[3] = { w->args[0], fuse_value_arg(x->zero), fuse_value_arg(low) };
 	sh->bias = emit(q, at, w, OP_ONNX_Where, wa, 3, NULL, 0, x->b, "finite");
 	/* T from the mask's last dim, B from the past cache's first */
 	ValueId t = shape_slice(q, at, w, x->b, 3, 4);
@@ -476,6 +575,80 @@ static const Shared *shared(Gqa *q, const Match *x)
 	ValueId scalar = emit1(q, at, w, OP_ONNX_Reshape, t, const_i64s(m, q->g, NULL, 0, x->b, "scalar"), "total");
 	sh->total = cast(q, at, w, scalar, DT_I32);
 	return sh;
+}
+
+/* The tables of the rotary embedding of x (cos, sin [B, S, D]) as
+ * RotaryEmbedding reads them, made once: a row a token, cos_cache and
+ * sin_cache [B * S, D/2] (the first halves: the second ones are equal),
+ * and position_ids [B, S] = 0 .. B*S-1 reading them in order, so each
+ * token is turned by its own angles whatever positions gave them. */
+static const Rotary *rotary_tables(Gqa *q, Node *at, const Node *from, const Match *x)
+{
+	Module *m = q->f->m;
+	for (uint32_t i = 0; i < q->nrots; i++)
+		if (q->rots[i].cos == x->cos && q->rots[i].sin == x->sin)
+			return &q->rots[i];
+	if (q->nrots == GQA_MASKS)
+		return NULL;
+	Rotary *r = &q->rots[q->nrots++];
+	r->cos = x->cos;
+	r->sin = x->sin;
+	ValueId bs = shape_slice(q, at, from, x->cos, 0, 2);
+	Arg pa[1] = { fuse_value_arg(bs) };
+	Named pk[1] = { fuse_int_kw("keepdims", 0) };
+	ValueId n = emit(q, at, from, OP_ONNX_ReduceProd, pa, 1, pk, 1, x->cos, "tokens");
+	Arg ra[3] = { fuse_value_arg(scalar(q, DT_I64, 0, 0, x->cos, "first")), fuse_value_arg(n),
+		      fuse_value_arg(scalar(q, DT_I64, 0, 1, x->cos, "step")) };
+	ValueId each = emit(q, at, from, OP_ONNX_Range, ra, 3, NULL, 0, x->cos, "token");
+	r->pos = emit1(q, at, from, OP_ONNX_Reshape, each, bs, "positions");
+	int64_t zero = 0, half = x->d / 2, last = -1, rows[2] = { -1, x->d / 2 };
+	ValueId st = const_i64s(m, q->g, &zero, 1, x->cos, "half_start");
+	ValueId en = const_i64s(m, q->g, &half, 1, x->cos, "half_end");
+	ValueId ax = const_i64s(m, q->g, &last, 1, x->cos, "half_axis");
+	ValueId shp = const_i64s(m, q->g, rows, 2, x->cos, "rows");
+	ValueId tabs[2] = { x->cos, x->sin }, *out[2] = { &r->cos_cache, &r->sin_cache };
+	for (int i = 0; i < 2; i++) {
+		Arg sa[4] = { fuse_value_arg(tabs[i]), fuse_value_arg(st), fuse_value_arg(en), fuse_value_arg(ax) };
+		ValueId h = emit(q, at, from, OP_ONNX_Slice, sa, 4, NULL, 0, tabs[i], "half");
+		*out[i] = emit1(q, at, from, OP_ONNX_Reshape, h, shp, "cache");
+	}
+	return r;
+}
+
+/* RotaryEmbedding(x [B, S, H * D], ...) (com.microsoft), before at. */
+static ValueId rotate(Gqa *q, Node *at, const Node *from, const Rotary *r, ValueId x, int64_t h)
+{
+	Module *m = q->f->m;
+	Node *n = node_new(m, q->ms, sym_cstr("RotaryEmbedding"), 1, 4, 1);
+	ValueId ins[4] = { x, r->pos, r->cos_cache, r->sin_cache };
+	for (uint32_t i = 0; i < 4; i++)
+		n->args[i] = fuse_value_arg(ins[i]);
+	n->kw[0] = fuse_int_kw("num_heads", h);
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_rotary", sym_str(val(m, x)->name));
+	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), val(m, x)->type, VK_NODE);
+	val(m, n->res[0])->def = n;
+	val(m, n->res[0])->res = 0;
+	n->prov = from->prov;
+	n->loc = from->loc;
+	node_insert_before(q->g, at, n);
+	recount(q, n, 1);
+	return n->res[0];
+}
+
+/* dead [B, 1, S, 1] as [B, S, 1], made once. */
+static ValueId dead_rows(Gqa *q, Node *at, const Node *from, ValueId dead)
+{
+	for (uint32_t i = 0; i < q->ndead; i++)
+		if (q->dead[i][0] == dead)
+			return q->dead[i][1];
+	int64_t bs1[3] = { 0, -1, 1 };
+	ValueId r = emit1(q, at, from, OP_ONNX_Reshape, dead, const_i64s(q->f->m, q->g, bs1, 3, dead, "rows"), "bs1");
+	if (q->ndead < GQA_MASKS) {
+		q->dead[q->ndead][0] = dead;
+		q->dead[q->ndead++][1] = r;
+	}
+	return r;
 }
 
 /* Transpose(x, [0, 2, 1, 3]). */
@@ -529,8 +702,13 @@ static Node *rewrite(Gqa *q, Match *x)
 	if (!sh)
 		return NULL;
 	Node *from = x->end, *at = x->a;
-	ValueId qin = bsh(q, at, from, x->q, x->hq, x->d), kin = bsh(q, at, from, x->k, x->hkv, x->d),
-		vin = bsh(q, at, from, x->v, x->hkv, x->d);
+	Node *cd = x->q0 ? def_of(m, x->cos) : NULL;
+	const Rotary *rot = x->q0 ? rotary_tables(q, at, cd ? cd : from, x) : NULL;
+	ValueId qin = rot ? rotate(q, at, from, rot, bsh(q, at, from, x->q0, x->hq, x->d), x->hq) :
+			    bsh(q, at, from, x->q, x->hq, x->d);
+	ValueId kin = rot ? rotate(q, at, from, rot, bsh(q, at, from, x->k0, x->hkv, x->d), x->hkv) :
+			    bsh(q, at, from, x->k, x->hkv, x->d);
+	ValueId vin = bsh(q, at, from, x->v, x->hkv, x->d);
 
 	Node *n = node_new(m, q->ms, sym_cstr("GroupQueryAttention"), 3, 11, 3);
 	ValueId ins[11] = { qin, kin, vin, x->pk, x->pv, sh->seqlens, sh->total, VNONE, VNONE, VNONE, sh->bias };
@@ -566,9 +744,7 @@ static Node *rewrite(Gqa *q, Match *x)
 	Node *last = flat ? flat : x->end;
 	ValueId out = o;
 	if (x->rows) {
-		int64_t bs1[3] = { 0, -1, 1 };
-		ValueId dead = emit1(q, last, from, OP_ONNX_Reshape, x->dead,
-				     const_i64s(m, q->g, bs1, 3, x->dead, "rows"), "bs1");
+		ValueId dead = dead_rows(q, last, from, x->dead);
 		Arg wa[3] = { fuse_value_arg(dead), fuse_value_arg(x->zero), fuse_value_arg(o) };
 		out = emit(q, last, from, OP_ONNX_Where, wa, 3, NULL, 0, o, "rows");
 	}
@@ -608,8 +784,8 @@ static void note_reader(ValueId v, void *ctx)
 
 void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms)
 {
-	Gqa q = { f, g, ms, module_output_marks(f->m), xcalloc(f->nuses ? f->nuses : 1, sizeof(Node *)), NULL, 0,
-		  { { 0 } }, 0 };
+	Gqa q = { .f = f, .g = g, .ms = ms, .is_out = module_output_marks(f->m),
+		  .reader = xcalloc(f->nuses ? f->nuses : 1, sizeof(Node *)) };
 	for (Node *n = g->first; n; n = n->next) {
 		q.cur = n;
 		node_each_use(n, note_reader, &q);
