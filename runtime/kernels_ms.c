@@ -456,13 +456,13 @@ static Status k_dynamic_quantize_matmul(const KCtx *k, RTensor *const *in, uint3
 /* ---- GroupQueryAttention ---------------------------------------------------------- */
 
 /* Sizes and attributes: query [B, S, Hq*D], key and value [B, S, Hkv*D],
- * past [B, Hkv, P, D], presents [B, Hkv, Tp, D], Tp = max(P, T). */
+ * past [B, Hkv, P, D] (P <= T), presents [B, Hkv, T, D]. */
 typedef struct Gqa {
-	int64_t B, S, Hq, Hkv, D, P, T, Tp, window;
+	int64_t B, S, Hq, Hkv, D, P, T, window;
 	double scale, softcap;
 } Gqa;
 
-/* 0 when t is absent or [d0, d1, d2(, d3)] (rank = 3 when d3 < 0). */
+/* Whether t is given and is [d0, d1, d2(, d3)] (rank 3 when d3 < 0). */
 static int gqa_shape_is(const RTensor *t, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
 {
 	int64_t want[4] = { d0, d1, d2, d3 };
@@ -523,10 +523,11 @@ static Status gqa_plan(const KCtx *k, RTensor *const *in, uint32_t nin, Gqa *g)
 	if (in[5]->numel != g->B)
 		return rt_fail(k, "seqlens_k must have one length per batch (%lld)", (long long)g->B);
 	g->T = rt_get_i(in[6], 0);
+	if (g->T < 1)
+		return rt_fail(k, "total_sequence_length must be positive, not %lld", (long long)g->T);
 	if (g->P > g->T)
 		return rt_fail(k, "a past longer than total_sequence_length (%lld > %lld, a shared past and present "
 			       "buffer) is not supported", (long long)g->P, (long long)g->T);
-	g->Tp = g->T;
 	if (bias && (bias->rank != 4 || (bias->shape[0] != 1 && bias->shape[0] != g->B) ||
 		     (bias->shape[1] != 1 && bias->shape[1] != g->Hq) || bias->shape[2] != g->S || bias->shape[3] != g->T))
 		return rt_fail(k, "attention_bias must be [%lld or 1, %lld or 1, %lld, %lld]", (long long)g->B,
@@ -554,7 +555,7 @@ static void gqa_present(const Gqa *g, const RTensor *past, const RTensor *kv, RT
 			int64_t past_b)
 {
 	for (int64_t h = 0; h < g->Hkv; h++) {
-		int64_t dst = (b * g->Hkv + h) * g->Tp * g->D;
+		int64_t dst = (b * g->Hkv + h) * g->T * g->D;
 		for (int64_t t = 0; t < past_b; t++)
 			for (int64_t d = 0; d < g->D; d++)
 				rt_set_f(present, dst + t * g->D + d, rt_get_f(past, ((b * g->Hkv + h) * g->P + t) * g->D + d));
@@ -574,7 +575,7 @@ static void gqa_row(const Gqa *g, RTensor *const *in, const RTensor *pk, const R
 		    double *sc, int64_t b, int64_t h, int64_t i, int64_t first, int64_t last)
 {
 	const RTensor *bias = in[10];
-	int64_t kvh = (b * g->Hkv + h / (g->Hq / g->Hkv)) * g->Tp, qo = ((b * g->S + i) * g->Hq + h) * g->D;
+	int64_t kvh = (b * g->Hkv + h / (g->Hq / g->Hkv)) * g->T, qo = ((b * g->S + i) * g->Hq + h) * g->D;
 	double mx = -INFINITY, sum = 0;
 	for (int64_t j = first; j <= last; j++) {
 		double dot = 0;
@@ -613,7 +614,7 @@ static Status k_group_query_attention(const KCtx *k, RTensor *const *in, uint32_
 	memcpy(args, in, sizeof *in * (nin < 12 ? nin : 12));
 	if (gqa_plan(k, args, nin, &g) != OK)
 		return FAILED;
-	int64_t oshape[3] = { g.B, g.S, g.Hq * g.D }, pshape[4] = { g.B, g.Hkv, g.Tp, g.D };
+	int64_t oshape[3] = { g.B, g.S, g.Hq * g.D }, pshape[4] = { g.B, g.Hkv, g.T, g.D };
 	RTensor *pres[2] = { rt_new(k->n->loc, DT_F32, 4, pshape), rt_new(k->n->loc, DT_F32, 4, pshape) };
 	out[0] = pres[0] && pres[1] ? rt_new(k->n->loc, DT_F32, 3, oshape) : NULL;
 	if (!out[0]) {
@@ -621,7 +622,7 @@ static Status k_group_query_attention(const KCtx *k, RTensor *const *in, uint32_
 		rt_free(pres[1]);
 		return FAILED;
 	}
-	double *sc = xcalloc((size_t)g.Tp + 1, sizeof *sc);
+	double *sc = xcalloc((size_t)g.T + 1, sizeof *sc);
 	for (int64_t b = 0; b < g.B; b++) {
 		int64_t total = rt_get_i(args[5], b) + 1, past = g.S == g.T ? 0 : total - g.S;
 		gqa_present(&g, args[3], args[1], pres[0], b, past);
