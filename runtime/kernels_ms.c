@@ -42,7 +42,19 @@
  *                           the same way (a row of ceil(nblocks * bits / 8)
  *                           bytes), else 2^(bits-1); bits 2, 4 or 8;
  *                           g_idx and float zero points are refused
+ *   GroupQueryAttention(query, key, value[, past_key, past_value],
+ *                       seqlens_k, total_sequence_length[, .., attention_bias])
+ *                           causal attention of num_heads query heads on
+ *                           kv_num_heads key/value heads (head h on h / G),
+ *                           past and new keys and values joined per batch
+ *                           at seqlens_k[b] + 1 - S (0 in the first prompt,
+ *                           S = T); results output, present_key,
+ *                           present_value [B, Hkv, T, D]; f32 only; packed
+ *                           QKV, rotary, position_ids, head_sink,
+ *                           smooth_softmax and a past longer than T are
+ *                           refused
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +453,197 @@ static Status k_dynamic_quantize_matmul(const KCtx *k, RTensor *const *in, uint3
 	return s;
 }
 
+/* ---- GroupQueryAttention ---------------------------------------------------------- */
+
+/* Sizes and attributes: query [B, S, Hq*D], key and value [B, S, Hkv*D],
+ * past [B, Hkv, P, D] (P <= T), presents [B, Hkv, T, D]. */
+typedef struct Gqa {
+	int64_t B, S, Hq, Hkv, D, P, T, window;
+	double scale, softcap;
+} Gqa;
+
+/* Whether t is given and is [d0, d1, d2(, d3)] (rank 3 when d3 < 0). */
+static int gqa_shape_is(const RTensor *t, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+	int64_t want[4] = { d0, d1, d2, d3 };
+	int32_t rank = d3 < 0 ? 3 : 4;
+	return t && t->rank == rank && !memcmp(t->shape, want, sizeof *want * (size_t)rank);
+}
+
+/* The refused inputs and attributes, and every f32 input's dtype. */
+static Status gqa_supported(const KCtx *k, RTensor *const *in, uint32_t nin)
+{
+	if (nin < 7 || !in[0] || !in[5] || !in[6])
+		return rt_fail(k, "needs query, key, value, seqlens_k and total_sequence_length");
+	if (!in[1] || !in[2])
+		return rt_fail(k, "packed QKV is not supported: key and value must be given");
+	if (rt_attr_int(k, "do_rotary", 0) || (nin > 7 && in[7]) || (nin > 8 && in[8]))
+		return rt_fail(k, "do_rotary = 1 (rotary embedding with cos_cache and sin_cache) is not supported");
+	if (nin > 9 && in[9])
+		return rt_fail(k, "position_ids are not supported");
+	if (nin > 11 && in[11])
+		return rt_fail(k, "head_sink is not supported");
+	if (rt_attr_int(k, "smooth_softmax", 0))
+		return rt_fail(k, "smooth_softmax = 1 is not supported");
+	static const uint32_t f32_inputs[] = { 0, 1, 2, 3, 4, 10 };
+	for (size_t i = 0; i < sizeof f32_inputs / sizeof *f32_inputs; i++) {
+		const RTensor *t = nin > f32_inputs[i] ? in[f32_inputs[i]] : NULL;
+		if (t && t->dtype != DT_F32)
+			return rt_unsupported(k, t);
+	}
+	if (in[5]->dtype != DT_I32 || in[6]->dtype != DT_I32 || in[6]->numel != 1)
+		return rt_fail(k, "seqlens_k must be int32 [batch], total_sequence_length one int32");
+	return OK;
+}
+
+static Status gqa_plan(const KCtx *k, RTensor *const *in, uint32_t nin, Gqa *g)
+{
+	if (gqa_supported(k, in, nin) != OK)
+		return FAILED;
+	const RTensor *q = in[0], *pk = nin > 3 ? in[3] : NULL, *pv = nin > 4 ? in[4] : NULL;
+	const RTensor *bias = nin > 10 ? in[10] : NULL;
+	g->Hq = rt_attr_int(k, "num_heads", 0);
+	g->Hkv = rt_attr_int(k, "kv_num_heads", 0);
+	if (g->Hq < 1 || g->Hkv < 1 || g->Hq % g->Hkv)
+		return rt_fail(k, "num_heads and kv_num_heads must be positive, num_heads a multiple of kv_num_heads");
+	if (q->rank != 3 || q->shape[2] % g->Hq || q->shape[2] == 0)
+		return rt_fail(k, "query must be [batch, sequence, num_heads * head_size]");
+	g->B = q->shape[0];
+	g->S = q->shape[1];
+	g->D = q->shape[2] / g->Hq;
+	if (!gqa_shape_is(in[1], g->B, g->S, g->Hkv * g->D, -1) || !gqa_shape_is(in[2], g->B, g->S, g->Hkv * g->D, -1))
+		return rt_fail(k, "key and value must be [%lld, %lld, %lld]", (long long)g->B, (long long)g->S,
+			       (long long)(g->Hkv * g->D));
+	if (!pk != !pv)
+		return rt_fail(k, "past_key and past_value must be given together");
+	g->P = pk ? pk->shape[pk->rank > 2 ? 2 : 0] : 0;
+	if (pk && (!gqa_shape_is(pk, g->B, g->Hkv, g->P, g->D) || !gqa_shape_is(pv, g->B, g->Hkv, g->P, g->D)))
+		return rt_fail(k, "past_key and past_value must be [%lld, %lld, past, %lld]", (long long)g->B,
+			       (long long)g->Hkv, (long long)g->D);
+	if (in[5]->numel != g->B)
+		return rt_fail(k, "seqlens_k must have one length per batch (%lld)", (long long)g->B);
+	g->T = rt_get_i(in[6], 0);
+	if (g->T < 1)
+		return rt_fail(k, "total_sequence_length must be positive, not %lld", (long long)g->T);
+	if (g->P > g->T)
+		return rt_fail(k, "a past longer than total_sequence_length (%lld > %lld, a shared past and present "
+			       "buffer) is not supported", (long long)g->P, (long long)g->T);
+	if (bias && (bias->rank != 4 || (bias->shape[0] != 1 && bias->shape[0] != g->B) ||
+		     (bias->shape[1] != 1 && bias->shape[1] != g->Hq) || bias->shape[2] != g->S || bias->shape[3] != g->T))
+		return rt_fail(k, "attention_bias must be [%lld or 1, %lld or 1, %lld, %lld]", (long long)g->B,
+			       (long long)g->Hq, (long long)g->S, (long long)g->T);
+	/* Each batch's past length must fit the past (and the new rows the
+	 * present): the first prompt (S = T) has none. */
+	for (int64_t b = 0; b < g->B; b++) {
+		int64_t total = rt_get_i(in[5], b) + 1, past = g->S == g->T ? 0 : total - g->S;
+		if (total < 1 || total > g->T || past < 0 || past > g->P)
+			return rt_fail(k, "seqlens_k[%lld] = %lld asks for %lld rows in all, %lld of them past: "
+				       "total_sequence_length is %lld, the past has %lld", (long long)b,
+				       (long long)(total - 1), (long long)total, (long long)past, (long long)g->T,
+				       (long long)g->P);
+	}
+	double scale = rt_attr_float(k, "scale", 0.0);
+	g->scale = scale != 0.0 ? scale : 1.0 / sqrt((double)g->D);
+	g->softcap = rt_attr_float(k, "softcap", 0.0);
+	g->window = rt_attr_int(k, "local_window_size", -1);
+	return OK;
+}
+
+/* present[b, h] = past[b, h, 0:past_b], then the S new rows of kv (read
+ * as [B, S, Hkv, D]) from row past_b on; the rest stays zero. */
+static void gqa_present(const Gqa *g, const RTensor *past, const RTensor *kv, RTensor *present, int64_t b,
+			int64_t past_b)
+{
+	for (int64_t h = 0; h < g->Hkv; h++) {
+		int64_t dst = (b * g->Hkv + h) * g->T * g->D;
+		for (int64_t t = 0; t < past_b; t++)
+			for (int64_t d = 0; d < g->D; d++)
+				rt_set_f(present, dst + t * g->D + d, rt_get_f(past, ((b * g->Hkv + h) * g->P + t) * g->D + d));
+		for (int64_t i = 0; i < g->S; i++)
+			for (int64_t d = 0; d < g->D; d++)
+				rt_set_f(present, dst + (past_b + i) * g->D + d,
+					 rt_get_f(kv, ((b * g->S + i) * g->Hkv + h) * g->D + d));
+	}
+}
+
+/* Query row i of head h in batch b against keys first..last of the
+ * presents: scores scale * q.k, rounded to f32 as ONNX Runtime keeps
+ * them, softcapped, plus the bias; a max-subtracted softmax; the row of
+ * the output.  A row whose every score is at most the f32 lowest (masked
+ * out) is zeros, as ONNX Runtime gives. */
+static void gqa_row(const Gqa *g, RTensor *const *in, const RTensor *pk, const RTensor *pv, RTensor *out,
+		    double *sc, int64_t b, int64_t h, int64_t i, int64_t first, int64_t last)
+{
+	const RTensor *bias = in[10];
+	int64_t kvh = (b * g->Hkv + h / (g->Hq / g->Hkv)) * g->T, qo = ((b * g->S + i) * g->Hq + h) * g->D;
+	double mx = -INFINITY, sum = 0;
+	for (int64_t j = first; j <= last; j++) {
+		double dot = 0;
+		for (int64_t d = 0; d < g->D; d++)
+			dot += rt_get_f(in[0], qo + d) * rt_get_f(pk, (kvh + j) * g->D + d);
+		float s = (float)(g->scale * dot);
+		if (g->softcap > 0)
+			s = (float)(g->softcap * tanh(s / g->softcap));
+		if (bias)
+			s = (float)((double)s + rt_get_f(bias, ((bias->shape[0] > 1 ? b : 0) * bias->shape[1] +
+							       (bias->shape[1] > 1 ? h : 0)) * g->S * g->T + i * g->T + j));
+		sc[j] = s;
+		mx = fmax(mx, s);
+	}
+	if (mx <= -FLT_MAX)
+		return;
+	for (int64_t j = first; j <= last; j++)
+		sum += sc[j] = exp(sc[j] - mx);
+	for (int64_t d = 0; d < g->D; d++) {
+		double acc = 0;
+		for (int64_t j = first; j <= last; j++)
+			acc += sc[j] * rt_get_f(pv, (kvh + j) * g->D + d);
+		rt_set_f(out, qo + d, acc / sum);
+	}
+}
+
+/* Batch b's total length is seqlens_k[b] + 1, its past that less S (none
+ * in the first prompt, S = T).  Row i attends keys up to past + i, clamped
+ * to total - 1 (a right-padded prompt's pad rows see the whole prompt),
+ * and, with local_window_size w > 0, the last w of them only. */
+static Status k_group_query_attention(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out,
+				      uint32_t nout)
+{
+	Gqa g;
+	RTensor *args[12] = { NULL };
+	memcpy(args, in, sizeof *in * (nin < 12 ? nin : 12));
+	if (gqa_plan(k, args, nin, &g) != OK)
+		return FAILED;
+	int64_t oshape[3] = { g.B, g.S, g.Hq * g.D }, pshape[4] = { g.B, g.Hkv, g.T, g.D };
+	RTensor *pres[2] = { rt_new(k->n->loc, DT_F32, 4, pshape), rt_new(k->n->loc, DT_F32, 4, pshape) };
+	out[0] = pres[0] && pres[1] ? rt_new(k->n->loc, DT_F32, 3, oshape) : NULL;
+	if (!out[0]) {
+		rt_free(pres[0]);
+		rt_free(pres[1]);
+		return FAILED;
+	}
+	double *sc = xcalloc((size_t)g.T + 1, sizeof *sc);
+	for (int64_t b = 0; b < g.B; b++) {
+		int64_t total = rt_get_i(args[5], b) + 1, past = g.S == g.T ? 0 : total - g.S;
+		gqa_present(&g, args[3], args[1], pres[0], b, past);
+		gqa_present(&g, args[4], args[2], pres[1], b, past);
+		for (int64_t h = 0; h < g.Hq; h++)
+			for (int64_t i = 0; i < g.S; i++) {
+				int64_t last = past + i < total - 1 ? past + i : total - 1;
+				int64_t first = g.window > 0 && last - g.window + 1 > 0 ? last - g.window + 1 : 0;
+				gqa_row(&g, args, pres[0], pres[1], out[0], sc, b, h, i, first, last);
+			}
+	}
+	free(sc);
+	for (uint32_t r = 0; r < 2; r++) {
+		if (nout > r + 1)
+			out[r + 1] = pres[r];
+		else
+			rt_free(pres[r]);
+	}
+	return OK;
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 /* X(domain, name, kernel): SimplifiedLayerNormalization is ONNX Runtime's
@@ -454,7 +657,8 @@ static Status k_dynamic_quantize_matmul(const KCtx *k, RTensor *const *in, uint3
 	X("com.microsoft", "MatMulNBits", k_matmul_nbits)                               \
 	X("onnx", "SimplifiedLayerNormalization", k_simplified_layernorm)               \
 	X("com.microsoft", "SkipSimplifiedLayerNormalization", k_skip_simplified_layernorm) \
-	X("com.microsoft", "DynamicQuantizeMatMul", k_dynamic_quantize_matmul)
+	X("com.microsoft", "DynamicQuantizeMatMul", k_dynamic_quantize_matmul)             \
+	X("com.microsoft", "GroupQueryAttention", k_group_query_attention)
 
 static const struct { const char *domain, *name; Kernel k; } ms_kernels[] = {
 #define X(domain, name, fn) { domain, name, fn },

@@ -25,6 +25,7 @@ from onnx import TensorProto, helper
 F32 = TensorProto.FLOAT
 U8 = TensorProto.UINT8
 I8 = TensorProto.INT8
+I32 = TensorProto.INT32
 DEFAULT_DOMAIN = {"SimplifiedLayerNormalization"}
 
 
@@ -55,6 +56,59 @@ def nbits_case(rng, bits, block, k, n, zp, bias, m=3):
         ins["g_idx"] = None
         ins["bias"] = rng.standard_normal(n).astype(np.float32)
     return ins, dt, {"K": k, "N": n, "bits": bits, "block_size": block}
+
+
+def gqa_case(rng, b, s, past, hq, hkv, seqlens=None, total=None, bias=None, d=8, **attrs):
+    """GroupQueryAttention's inputs: past None (absent) or its length P;
+    total_sequence_length P + S unless given, seqlens_k total - 1 each
+    unless given; bias an attention_bias array or None."""
+    r = rng.standard_normal
+    f = np.float32
+    total = total if total is not None else (past or 0) + s
+    ins = {"query": r((b, s, hq * d)).astype(f), "key": r((b, s, hkv * d)).astype(f),
+           "value": r((b, s, hkv * d)).astype(f),
+           "past_key": None if past is None else r((b, hkv, past, d)).astype(f),
+           "past_value": None if past is None else r((b, hkv, past, d)).astype(f),
+           "seqlens_k": np.array(seqlens if seqlens is not None else [total - 1] * b, np.int32),
+           "total_sequence_length": np.array(total, np.int32)}
+    if bias is not None:
+        ins.update(cos_cache=None, sin_cache=None, position_ids=None, attention_bias=bias)
+    return ins, dict(attrs, num_heads=hq, kv_num_heads=hkv), {"seqlens_k": I32, "total_sequence_length": I32}
+
+
+def pad_mask(b, s, total, pads):
+    """An attention_bias [b, 1, s, total] masking the first pads[i] keys of
+    batch i with the f32 lowest (a left-padded batch)."""
+    m = np.zeros((b, 1, s, total), np.float32)
+    for i, n in enumerate(pads):
+        m[i, :, :, :n] = np.finfo(np.float32).min
+    return m
+
+
+def gqa_cases(rng):
+    r = rng.standard_normal
+    f = np.float32
+    gqa = [
+        ("g1_prompt_b2_p0", dict(b=2, s=5, past=0, hq=2, hkv=2, scale=0.3)),
+        ("g4_prompt_b1_nopast", dict(b=1, s=6, past=None, hq=4, hkv=1)),
+        ("g4_decode_b2", dict(b=2, s=1, past=6, hq=4, hkv=1)),
+        ("g1_chunk_b1", dict(b=1, s=3, past=4, hq=2, hkv=2)),
+        ("g4_chunk_b1_window", dict(b=1, s=3, past=5, hq=8, hkv=2, local_window_size=4)),
+        ("g4_prompt_leftpad_bias", dict(b=2, s=5, past=0, hq=4, hkv=1, bias=pad_mask(2, 5, 5, [0, 2]))),
+        ("g1_decode_leftpad_bias", dict(b=2, s=1, past=6, hq=2, hkv=2, bias=pad_mask(2, 1, 7, [3, 0]))),
+        ("g4_prompt_rightpad", dict(b=2, s=5, past=0, hq=4, hkv=1, seqlens=[4, 2])),
+        ("g1_prompt_rightpad_window_softcap", dict(b=2, s=6, past=None, hq=2, hkv=2, seqlens=[1, 5],
+                                                   local_window_size=2, softcap=1.5)),
+        ("g4_decode_ragged", dict(b=2, s=1, past=6, hq=4, hkv=1, seqlens=[6, 3])),
+        ("g4_prompt_window", dict(b=2, s=6, past=0, hq=4, hkv=1, local_window_size=3)),
+        ("g4_decode_window", dict(b=2, s=1, past=6, hq=8, hkv=2, local_window_size=2)),
+        ("g4_prompt_softcap_bias", dict(b=2, s=5, past=0, hq=4, hkv=1, softcap=0.8,
+                                        bias=(3 * r((1, 4, 5, 5))).astype(f))),
+        ("g1_decode_bias_b_h", dict(b=2, s=1, past=4, hq=2, hkv=2, bias=r((2, 2, 1, 5)).astype(f))),
+    ]
+    for tag, kw in gqa:
+        ins, attrs, dt = gqa_case(rng, **kw)
+        yield "GroupQueryAttention", tag, ins, attrs, dt, ["out", "present_key", "present_value"]
 
 
 def cases(rng):
@@ -101,6 +155,7 @@ def cases(rng):
         ins, dt, attrs = nbits_case(rng, bits, block, k, n, zp, bias)
         yield "MatMulNBits", "b%d_blk%d_k%d%s%s" % (bits, block, k, "_zp" if zp else "", "_bias" if bias else ""), \
             ins, attrs, dt, ["Y"]
+    yield from gqa_cases(rng)
 
 
 def run_onnxc(onnxc, path, ins, outs, tmp):
@@ -121,6 +176,7 @@ def run_ort(path, ins, outs):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.intra_op_num_threads = 1
+    so.log_severity_level = 3  # not the warning that a present's length differs from the past's
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     return s.run([o for o in outs if o], {n: a for n, a in ins.items() if a is not None})
 
