@@ -21,7 +21,8 @@
  * itself when G = 1), tile(b) = Tile(b, [1, 1, G, 1]) (b when G = 1),
  * scale(s) = Mul(s, c) or Div(s, c) with c a positive one-element constant
  * (or s), rows(x) = Where(Equal(ReduceMax(b, [-1]), -inf), 0, x) (the
- * rows whose keys are all masked give 0; or x).  bsh(x) reads x [B, H, S,
+ * rows whose keys are all masked give 0 where the Softmax alone gives NaN:
+ * required, as the kernel gives 0 there).  bsh(x) reads x [B, H, S,
  * D] as [B, S, H * D]: a Reshape of the Transpose the program made it by
  * when there is one, else Transpose and Reshape.  When y is only
  * transposed back and reshaped to [B, S, Hq * D] (the attention output's
@@ -469,7 +470,9 @@ static int match(Gqa *q, Node *n, Match *x)
 		x->rows = x->end = u;
 		x->dead = eq->res[0];
 	}
-	return 1;
+	/* without rows() a row with every key masked is NaN, which the
+	 * kernel would make 0 */
+	return x->rows != NULL;
 }
 
 /* ---- building ------------------------------------------------------------- */
