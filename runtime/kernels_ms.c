@@ -716,7 +716,7 @@ static Status rope_plan(const KCtx *k, RTensor *const *in, uint32_t nin, Rope *r
 	if (rt_attr_int(k, "is_packed_batching", 0))
 		return rt_fail(k, "is_packed_batching = 1 is not supported");
 	int64_t nh = rt_attr_int(k, "num_heads", 0), rd = rt_attr_int(k, "rotary_embedding_dim", 0);
-	r->interleaved = rt_attr_int(k, "interleaved", 0) != 0;
+	r->interleaved = rt_attr_int(k, "interleaved", 0) == 1; /* as ONNX Runtime reads it */
 	if (nh < 0 || rd < 0 || (rd > 0 && nh == 0))
 		return rt_fail(k, "num_heads must be given with rotary_embedding_dim, and neither negative");
 	if (x->rank != 3 && x->rank != 4)
