@@ -53,6 +53,14 @@
  *                           QKV, rotary, position_ids, head_sink,
  *                           smooth_softmax and a past longer than T are
  *                           refused
+ *   RotaryEmbedding(input, position_ids, cos_cache, sin_cache)
+ *                           each head of input ([B, S, H*D] or [B, H, S,
+ *                           D]) at position p turned by cache row p: the
+ *                           first R dims (rotary_embedding_dim, else D) in
+ *                           pairs (i, i + R/2), or (2i, 2i+1) interleaved,
+ *                           (x1 c - x2 s, x2 c + x1 s); the rest copied;
+ *                           positions [B, S] or one start (p0 + s); f32
+ *                           only; is_packed_batching is refused
  */
 #include <float.h>
 #include <math.h>
@@ -462,11 +470,12 @@ typedef struct Gqa {
 	double scale, softcap;
 } Gqa;
 
-/* Whether t is given and is [d0, d1, d2(, d3)] (rank 3 when d3 < 0). */
-static int gqa_shape_is(const RTensor *t, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+/* Whether t is given and is [d0, d1(, d2(, d3))] (rank 2 when d2 < 0,
+ * rank 3 when d3 < 0). */
+static int shape_is(const RTensor *t, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
 {
 	int64_t want[4] = { d0, d1, d2, d3 };
-	int32_t rank = d3 < 0 ? 3 : 4;
+	int32_t rank = d2 < 0 ? 2 : d3 < 0 ? 3 : 4;
 	return t && t->rank == rank && !memcmp(t->shape, want, sizeof *want * (size_t)rank);
 }
 
@@ -511,13 +520,13 @@ static Status gqa_plan(const KCtx *k, RTensor *const *in, uint32_t nin, Gqa *g)
 	g->B = q->shape[0];
 	g->S = q->shape[1];
 	g->D = q->shape[2] / g->Hq;
-	if (!gqa_shape_is(in[1], g->B, g->S, g->Hkv * g->D, -1) || !gqa_shape_is(in[2], g->B, g->S, g->Hkv * g->D, -1))
+	if (!shape_is(in[1], g->B, g->S, g->Hkv * g->D, -1) || !shape_is(in[2], g->B, g->S, g->Hkv * g->D, -1))
 		return rt_fail(k, "key and value must be [%lld, %lld, %lld]", (long long)g->B, (long long)g->S,
 			       (long long)(g->Hkv * g->D));
 	if (!pk != !pv)
 		return rt_fail(k, "past_key and past_value must be given together");
 	g->P = pk ? pk->shape[pk->rank > 2 ? 2 : 0] : 0;
-	if (pk && (!gqa_shape_is(pk, g->B, g->Hkv, g->P, g->D) || !gqa_shape_is(pv, g->B, g->Hkv, g->P, g->D)))
+	if (pk && (!shape_is(pk, g->B, g->Hkv, g->P, g->D) || !shape_is(pv, g->B, g->Hkv, g->P, g->D)))
 		return rt_fail(k, "past_key and past_value must be [%lld, %lld, past, %lld]", (long long)g->B,
 			       (long long)g->Hkv, (long long)g->D);
 	if (in[5]->numel != g->B)
@@ -644,6 +653,134 @@ static Status k_group_query_attention(const KCtx *k, RTensor *const *in, uint32_
 	return OK;
 }
 
+/* ---- RotaryEmbedding ------------------------------------------------------------- */
+
+/* Sizes and attributes: the input read as [B, S, H, D] (3-D, [B, S, H*D])
+ * or [B, H, S, D] (4-D); the first R dims of each head rotated, the rest
+ * copied; the caches [N, R/2]; the positions one start (p0 + s) or one a
+ * token ([B, S]). */
+typedef struct Rope {
+	int64_t B, S, H, D, R, N, start;
+	int four, interleaved, one_start;
+} Rope;
+
+/* The head size of a 3-D input [B, S, hidden]: hidden / num_heads when
+ * num_heads is given, else twice the caches' width (ONNX Runtime's rule). */
+static Status rope_heads(const KCtx *k, const RTensor *x, const RTensor *cos, int64_t nh, Rope *r)
+{
+	int64_t hidden = x->shape[2];
+	r->D = nh > 0 ? hidden / nh : 2 * cos->shape[1];
+	if (r->D < 1 || hidden % r->D || (nh > 0 && hidden % nh))
+		return rt_fail(k, "input [%lld, %lld, %lld] does not split into heads of %s", (long long)x->shape[0],
+			       (long long)x->shape[1], (long long)hidden,
+			       nh > 0 ? "hidden / num_heads" : "twice the caches' width (num_heads absent)");
+	r->H = hidden / r->D;
+	return OK;
+}
+
+/* Positions: one int64 start (a scalar or [1]) with p0 + S within the
+ * caches, or [B, S], each within [0, N). */
+static Status rope_positions(const KCtx *k, const RTensor *pos, Rope *r)
+{
+	if (pos->dtype != DT_I64)
+		return rt_fail(k, "position_ids must be int64");
+	r->one_start = pos->numel == 1 && pos->rank <= 1;
+	if (r->one_start) {
+		r->start = rt_get_i(pos, 0);
+		if (r->start < 0 || r->start + r->S > r->N)
+			return rt_fail(k, "position_ids start %lld with sequence length %lld is outside the caches' %lld rows",
+				       (long long)r->start, (long long)r->S, (long long)r->N);
+		return OK;
+	}
+	if (!shape_is(pos, r->B, r->S, -1, -1))
+		return rt_fail(k, "position_ids must be one start position or [%lld, %lld]", (long long)r->B,
+			       (long long)r->S);
+	for (int64_t i = 0; i < pos->numel; i++) {
+		int64_t p = rt_get_i(pos, i);
+		if (p < 0 || p >= r->N)
+			return rt_fail(k, "position_ids[%lld, %lld] = %lld is outside the caches' rows [0, %lld)",
+				       (long long)(i / r->S), (long long)(i % r->S), (long long)p, (long long)r->N);
+	}
+	return OK;
+}
+
+static Status rope_plan(const KCtx *k, RTensor *const *in, uint32_t nin, Rope *r)
+{
+	if (nin < 4 || !in[0] || !in[1] || !in[2] || !in[3])
+		return rt_fail(k, "needs input, position_ids, cos_cache and sin_cache");
+	const RTensor *x = in[0], *cos = in[2], *sin = in[3];
+	static const uint32_t f32_inputs[] = { 0, 2, 3 };
+	for (size_t i = 0; i < sizeof f32_inputs / sizeof *f32_inputs; i++)
+		if (in[f32_inputs[i]]->dtype != DT_F32)
+			return rt_unsupported(k, in[f32_inputs[i]]);
+	if (rt_attr_int(k, "is_packed_batching", 0))
+		return rt_fail(k, "is_packed_batching = 1 is not supported");
+	int64_t nh = rt_attr_int(k, "num_heads", 0), rd = rt_attr_int(k, "rotary_embedding_dim", 0);
+	r->interleaved = rt_attr_int(k, "interleaved", 0) == 1; /* as ONNX Runtime reads it */
+	if (nh < 0 || rd < 0 || (rd > 0 && nh == 0))
+		return rt_fail(k, "num_heads must be given with rotary_embedding_dim, and neither negative");
+	if (x->rank != 3 && x->rank != 4)
+		return rt_fail(k, "input must be [batch, sequence, hidden] or [batch, num_heads, sequence, head_size]");
+	if (cos->rank != 2 || !shape_is(sin, cos->shape[0], cos->shape[1], -1, -1))
+		return rt_fail(k, "cos_cache and sin_cache must be 2-D, of one shape");
+	r->four = x->rank == 4;
+	r->B = x->shape[0];
+	r->S = x->shape[r->four ? 2 : 1];
+	r->N = cos->shape[0];
+	if (r->four) {
+		r->H = x->shape[1];
+		r->D = x->shape[3];
+	} else if (rope_heads(k, x, cos, nh, r) != OK) {
+		return FAILED;
+	}
+	r->R = rd > 0 ? rd : r->D;
+	if (r->R > r->D || r->R % 2)
+		return rt_fail(k, "the rotated dims (%lld) must be even and at most the head size (%lld)", (long long)r->R,
+			       (long long)r->D);
+	if (cos->shape[1] != r->R / 2)
+		return rt_fail(k, "cos_cache and sin_cache must be [rows, %lld] (half the rotated dims), not [%lld, %lld]",
+			       (long long)(r->R / 2), (long long)cos->shape[0], (long long)cos->shape[1]);
+	if (r->S > r->N)
+		return rt_fail(k, "a sequence of %lld longer than the caches' %lld rows is not supported", (long long)r->S,
+			       (long long)r->N);
+	return rope_positions(k, in[1], r);
+}
+
+/* One head at element off of x and y, at cache row p: pairs (i, i + R/2)
+ * (rotate_half), or (2i, 2i + 1) when interleaved, turned by the row's
+ * angle i: (x1 c - x2 s, x2 c + x1 s). */
+static void rope_head(const Rope *r, const RTensor *x, const RTensor *cos, const RTensor *sin, RTensor *y, int64_t off,
+		      int64_t p)
+{
+	int64_t half = r->R / 2;
+	for (int64_t i = 0; i < half; i++) {
+		int64_t a = off + (r->interleaved ? 2 * i : i), b = off + (r->interleaved ? 2 * i + 1 : i + half);
+		double x1 = rt_get_f(x, a), x2 = rt_get_f(x, b), c = rt_get_f(cos, p * half + i);
+		double s = rt_get_f(sin, p * half + i);
+		rt_set_f(y, a, x1 * c - x2 * s);
+		rt_set_f(y, b, x2 * c + x1 * s);
+	}
+}
+
+static Status k_rotary_embedding(const KCtx *k, RTensor *const *in, uint32_t nin, RTensor **out, uint32_t nout)
+{
+	(void)nout;
+	Rope r = { 0 };
+	if (rope_plan(k, in, nin, &r) != OK)
+		return FAILED;
+	if (!(out[0] = rt_copy(k->n->loc, in[0])))
+		return FAILED;
+	for (int64_t b = 0; b < r.B; b++)
+		for (int64_t s = 0; s < r.S; s++) {
+			int64_t p = r.one_start ? r.start + s : rt_get_i(in[1], b * r.S + s);
+			for (int64_t h = 0; h < r.H; h++) {
+				int64_t off = (r.four ? (b * r.H + h) * r.S + s : (b * r.S + s) * r.H + h) * r.D;
+				rope_head(&r, in[0], in[2], in[3], out[0], off, p);
+			}
+		}
+	return OK;
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 /* X(domain, name, kernel): SimplifiedLayerNormalization is ONNX Runtime's
@@ -658,7 +795,8 @@ static Status k_group_query_attention(const KCtx *k, RTensor *const *in, uint32_
 	X("onnx", "SimplifiedLayerNormalization", k_simplified_layernorm)               \
 	X("com.microsoft", "SkipSimplifiedLayerNormalization", k_skip_simplified_layernorm) \
 	X("com.microsoft", "DynamicQuantizeMatMul", k_dynamic_quantize_matmul)             \
-	X("com.microsoft", "GroupQueryAttention", k_group_query_attention)
+	X("com.microsoft", "GroupQueryAttention", k_group_query_attention)             \
+	X("com.microsoft", "RotaryEmbedding", k_rotary_embedding)
 
 static const struct { const char *domain, *name; Kernel k; } ms_kernels[] = {
 #define X(domain, name, fn) { domain, name, fn },

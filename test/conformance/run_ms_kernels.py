@@ -26,6 +26,7 @@ F32 = TensorProto.FLOAT
 U8 = TensorProto.UINT8
 I8 = TensorProto.INT8
 I32 = TensorProto.INT32
+I64 = TensorProto.INT64
 DEFAULT_DOMAIN = {"SimplifiedLayerNormalization"}
 
 
@@ -111,6 +112,46 @@ def gqa_cases(rng):
         yield "GroupQueryAttention", tag, ins, attrs, dt, ["out", "present_key", "present_value"]
 
 
+def rope_case(rng, b, s, h, d, n, pos=None, four=False, rd=0, heads=True, **attrs):
+    """RotaryEmbedding's inputs: x [b, s, h*d] (or [b, h, s, d] when four),
+    caches [n, rd/2] (rd = d unless given), position_ids pos (an array,
+    or random rows of the caches [b, s] when None); num_heads unless heads
+    is false."""
+    r = rng.standard_normal
+    f = np.float32
+    half = (rd or d) // 2
+    pos = rng.integers(0, n, (b, s)) if pos is None else np.asarray(pos)
+    ins = {"input": r((b, h, s, d) if four else (b, s, h * d)).astype(f), "position_ids": pos.astype(np.int64),
+           "cos_cache": r((n, half)).astype(f), "sin_cache": r((n, half)).astype(f)}
+    attrs = dict(attrs, num_heads=h) if heads else attrs
+    if rd:
+        attrs["rotary_embedding_dim"] = rd
+    return ins, attrs, {"position_ids": I64}
+
+
+def rope_cases(rng):
+    rope = [
+        ("3d_b1_s5_d8", dict(b=1, s=5, h=2, d=8, n=16)),
+        ("3d_b3_s5_d8_repeated", dict(b=3, s=5, h=2, d=8, n=6, pos=[[0, 0, 3, 3, 5], [5, 4, 4, 1, 0], [2] * 5])),
+        ("3d_b3_s1_d64", dict(b=3, s=1, h=4, d=64, n=32)),
+        ("3d_b3_s5_d8_interleaved", dict(b=3, s=5, h=2, d=8, n=16, interleaved=1)),
+        ("3d_b1_s5_d64_interleaved", dict(b=1, s=5, h=2, d=64, n=8, interleaved=1)),
+        ("3d_b3_s5_d64_row_a_token", dict(b=3, s=5, h=2, d=64, n=15, pos=np.arange(15).reshape(3, 5))),
+        ("3d_b3_s5_d8_no_num_heads", dict(b=3, s=5, h=4, d=8, n=16, heads=False)),
+        ("4d_b3_s5_d8", dict(b=3, s=5, h=2, d=8, n=16, four=True, heads=False)),
+        ("4d_b1_s1_d64_interleaved", dict(b=1, s=1, h=3, d=64, n=8, four=True, interleaved=1)),
+        ("4d_b3_s5_d64_row_a_token", dict(b=3, s=5, h=2, d=64, n=15, four=True, pos=np.arange(15).reshape(3, 5))),
+        ("3d_b3_s5_d8_partial4", dict(b=3, s=5, h=2, d=8, n=16, rd=4)),
+        ("3d_b1_s5_d64_partial32_interleaved", dict(b=1, s=5, h=2, d=64, n=16, rd=32, interleaved=1)),
+        ("4d_b3_s5_d8_partial6", dict(b=3, s=5, h=2, d=8, n=16, four=True, rd=6)),
+        ("3d_b3_s5_d8_start", dict(b=3, s=5, h=2, d=8, n=8, pos=[3])),
+        ("4d_b3_s1_d64_start_scalar", dict(b=3, s=1, h=2, d=64, n=8, four=True, pos=7)),
+    ]
+    for tag, kw in rope:
+        ins, attrs, dt = rope_case(rng, **kw)
+        yield "RotaryEmbedding", tag, ins, attrs, dt, ["Y"]
+
+
 def cases(rng):
     r = rng.standard_normal
     f = np.float32
@@ -156,6 +197,7 @@ def cases(rng):
         yield "MatMulNBits", "b%d_blk%d_k%d%s%s" % (bits, block, k, "_zp" if zp else "", "_bias" if bias else ""), \
             ins, attrs, dt, ["Y"]
     yield from gqa_cases(rng)
+    yield from rope_cases(rng)
 
 
 def run_onnxc(onnxc, path, ins, outs, tmp):
