@@ -92,8 +92,9 @@ void fuse_pad(Fuse *f, Node *n);                   /* fuse_pad.c */
 /* The MatMulNBits products of one activation in top-level graph g become
  * one and a Split (fuse_ort_products.c, run by fuse_ort). */
 void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms);
-/* Attention over a key/value cache in top-level graph g becomes
+/* Attention over a key/value cache in top-level graph g: its rotary
+ * embeddings become RotaryEmbedding, and with gqa the attention
  * GroupQueryAttention (fuse_ort_gqa.c, run by fuse_ort before its walk). */
-void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms);
+void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms, int gqa);
 
 #endif

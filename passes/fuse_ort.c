@@ -56,6 +56,7 @@ typedef struct FuseOrt {
 	Fuse f;
 	Sym ms;                     /* "com.microsoft" */
 	uint32_t *pos;              /* by ValueId: order of its node in its graph */
+	int gqa;                    /* -ort-attention=gqa */
 } FuseOrt;
 
 static int is_f32(const Type *t) { return t && t->kind == TY_TENSOR && t->dtype == DT_F32; }
@@ -424,7 +425,7 @@ static Status gqa_graph(const GraphVisit *v, void *ctx)
 {
 	FuseOrt *o = ctx;
 	if (!v->depth)
-		fuse_ort_gqa(&o->f, v->g, o->ms);
+		fuse_ort_gqa(&o->f, v->g, o->ms, o->gqa);
 	return OK;
 }
 
@@ -432,7 +433,7 @@ Status pass_fuse_ort(Module *m, const PassOptions *opt)
 {
 	FuseOrt o = { { m, module_use_counts(m, WALK_PROGRAM), m->vals.n,
 			{ m, opt->weights_dir ? opt->weights_dir : ".", NULL }, opt->opset, 0 },
-		      sym_cstr("com.microsoft"), NULL };
+		      sym_cstr("com.microsoft"), NULL, opt->ort_gqa };
 	module_walk(m, WALK_PROGRAM, gqa_graph, &o);
 	o.pos = xcalloc(m->vals.n ? m->vals.n : 1, sizeof(uint32_t));
 	module_walk(m, WALK_PROGRAM, fuse_ort_graph, &o);

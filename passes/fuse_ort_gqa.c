@@ -78,6 +78,7 @@ typedef struct Gqa {
 	Fuse *f;
 	Graph *g;
 	Sym ms;
+	int gqa;                    /* GroupQueryAttention; else the rotations only */
 	uint8_t *is_out;            /* by ValueId: a graph output */
 	Node **reader;              /* by ValueId (values before the pass): the
 				     * first node of g reading it */
@@ -95,6 +96,7 @@ typedef struct Match {
 	Node *kcat, *vcat, *kt, *s, *ss, *sm, *soft, *a, *qg, *ya, *rows, *end;
 	ValueId q, k, v, pk, pv, b, dead, zero;
 	ValueId q0, k0, cos, sin;   /* q and k before a rotary embedding (else VNONE) */
+	ValueId un[2];              /* cos and sin unsqueezed, as q's rotation reads them */
 	int64_t hq, hkv, d;
 	double scale;
 } Match;
@@ -320,8 +322,9 @@ static ValueId table(const Fuse *f, ValueId u, OpId op, int64_t d)
 
 /* x = Add(Mul(x0, Unsqueeze(cos)), Mul(Concat(Neg(x0[.., h:]), x0[.., :h]), Unsqueeze(sin)))
  * (either order of every Add and Mul), h = D/2: rotate_half's rotary
- * embedding of x0 [B, H, S, D], transformers' form.  x0, cos and sin set. */
-static int rotary(const Fuse *f, ValueId x, int64_t d, ValueId *x0, ValueId *cos, ValueId *sin)
+ * embedding of x0 [B, H, S, D], transformers' form.  x0, cos and sin set,
+ * and un[] to the two unsqueezed tables. */
+static int rotary(const Fuse *f, ValueId x, int64_t d, ValueId *x0, ValueId *cos, ValueId *sin, ValueId *un)
 {
 	Module *m = f->m;
 	Node *add = match_op(m, x, OP_ONNX_Add);
@@ -346,6 +349,8 @@ static int rotary(const Fuse *f, ValueId x, int64_t d, ValueId *x0, ValueId *cos
 				*x0 = a0;
 				*cos = c;
 				*sin = s;
+				un[0] = cu;
+				un[1] = su;
 				return 1;
 			}
 		}
@@ -430,8 +435,8 @@ static int match(Gqa *q, Node *n, Match *x)
 		return 0;
 	/* q and k rotated alike: the rotation goes before the kernel as
 	 * RotaryEmbedding, reading the step's own tables */
-	ValueId kc, ks;
-	if (!rotary(f, x->q, x->d, &x->q0, &x->cos, &x->sin) || !rotary(f, x->k, x->d, &x->k0, &kc, &ks) ||
+	ValueId kc, ks, kun[2];
+	if (!rotary(f, x->q, x->d, &x->q0, &x->cos, &x->sin, x->un) || !rotary(f, x->k, x->d, &x->k0, &kc, &ks, kun) ||
 	    kc != x->cos || ks != x->sin || !dim_same(val(m, x->cos)->type->dims[0], tq->dims[0]) ||
 	    !dim_same(val(m, x->cos)->type->dims[1], tq->dims[2]))
 		x->q0 = x->k0 = VNONE;
@@ -585,7 +590,7 @@ static const Shared *shared(Gqa *q, const Match *x)
  * sin_cache [B * S, D/2] (the first halves: the second ones are equal),
  * and position_ids [B, S] = 0 .. B*S-1 reading them in order, so each
  * token is turned by its own angles whatever positions gave them. */
-static const Rotary *rotary_tables(Gqa *q, Node *at, const Node *from, const Match *x)
+static const Rotary *rotary_tables(Gqa *q, const Node *from, const Match *x)
 {
 	Module *m = q->f->m;
 	for (uint32_t i = 0; i < q->nrots; i++)
@@ -596,6 +601,8 @@ static const Rotary *rotary_tables(Gqa *q, Node *at, const Node *from, const Mat
 	Rotary *r = &q->rots[q->nrots++];
 	r->cos = x->cos;
 	r->sin = x->sin;
+	/* before the reads of the tables by the rotations (both before any) */
+	Node *at = def_of(m, x->un[0]), *at_sin = def_of(m, x->un[1]);
 	ValueId bs = shape_slice(q, at, from, x->cos, 0, 2);
 	Arg pa[1] = { fuse_value_arg(bs) };
 	Named pk[1] = { fuse_int_kw("keepdims", 0) };
@@ -612,8 +619,8 @@ static const Rotary *rotary_tables(Gqa *q, Node *at, const Node *from, const Mat
 	ValueId tabs[2] = { x->cos, x->sin }, *out[2] = { &r->cos_cache, &r->sin_cache };
 	for (int i = 0; i < 2; i++) {
 		Arg sa[4] = { fuse_value_arg(tabs[i]), fuse_value_arg(st), fuse_value_arg(en), fuse_value_arg(ax) };
-		ValueId h = emit(q, at, from, OP_ONNX_Slice, sa, 4, NULL, 0, tabs[i], "half");
-		*out[i] = emit1(q, at, from, OP_ONNX_Reshape, h, shp, "cache");
+		ValueId h = emit(q, i ? at_sin : at, from, OP_ONNX_Slice, sa, 4, NULL, 0, tabs[i], "half");
+		*out[i] = emit1(q, i ? at_sin : at, from, OP_ONNX_Reshape, h, shp, "cache");
 	}
 	return r;
 }
@@ -696,17 +703,35 @@ static Node *flat_reader(Gqa *q, const Match *x, ValueId y)
 	       dim_is(tr->dims[2], x->hq * x->d) ? r : NULL;
 }
 
+/* y = rot(x0) [B, H, S, D] computed as Transpose(Reshape(RotaryEmbedding(bsh(x0)))), the
+ * new nodes standing where y's Add stood. */
+static void rotate_back(Gqa *q, const Match *x, const Rotary *r, ValueId y, ValueId x0, int64_t h)
+{
+	Module *m = q->f->m;
+	Node *add = def_of(m, y);
+	ValueId t = rotate(q, add, add, r, bsh(q, add, add, x0, h, x->d), h);
+	int64_t split[4] = { 0, 0, h, x->d };
+	ValueId rs = emit1(q, add, add, OP_ONNX_Reshape, t, const_i64s(m, q->g, split, 4, t, "heads"), "heads");
+	Node *d = def_of(m, swap_heads(q, add, add, rs, "bhsd"));
+	val(m, d->res[0])->def = NULL;
+	d->res[0] = y;
+	val(m, y)->def = d;
+	val(m, y)->res = 0;
+	recount(q, add, -1);
+	node_remove(q->g, add);
+}
+
 /* The GroupQueryAttention node made, or NULL when the masks' table is full. */
 static Node *rewrite(Gqa *q, Match *x)
 {
 	Fuse *f = q->f;
 	Module *m = f->m;
-	const Shared *sh = shared(q, x);
+	const Shared *sh = q->gqa ? shared(q, x) : NULL;
 	if (!sh)
 		return NULL;
 	Node *from = x->end, *at = x->a;
 	Node *cd = x->q0 ? def_of(m, x->cos) : NULL;
-	const Rotary *rot = x->q0 ? rotary_tables(q, at, cd ? cd : from, x) : NULL;
+	const Rotary *rot = x->q0 ? rotary_tables(q, cd ? cd : from, x) : NULL;
 	ValueId qin = rot ? rotate(q, at, from, rot, bsh(q, at, from, x->q0, x->hq, x->d), x->hq) :
 			    bsh(q, at, from, x->q, x->hq, x->d);
 	ValueId kin = rot ? rotate(q, at, from, rot, bsh(q, at, from, x->k0, x->hkv, x->d), x->hkv) :
@@ -785,9 +810,26 @@ static void note_reader(ValueId v, void *ctx)
 		q->reader[v] = q->cur;
 }
 
-void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms)
+/* -ort-attention=matmul: the attention stays, its rotations become
+ * RotaryEmbedding. */
+static void rotate_only(Gqa *q, const Match *x)
 {
-	Gqa q = { .f = f, .g = g, .ms = ms, .is_out = module_output_marks(f->m),
+	Module *m = q->f->m;
+	if (!x->q0)
+		return;
+	Node *cd = def_of(m, x->cos);
+	const Rotary *rot = rotary_tables(q, cd ? cd : x->end, x);
+	if (!rot)
+		return;
+	rotate_back(q, x, rot, x->q, x->q0, x->hq);
+	rotate_back(q, x, rot, x->k, x->k0, x->hkv);
+	q->f->edits++;
+	rewrite_count("fuse_ort", "RotaryEmbedding");
+}
+
+void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms, int gqa)
+{
+	Gqa q = { .f = f, .g = g, .ms = ms, .gqa = gqa, .is_out = module_output_marks(f->m),
 		  .reader = xcalloc(f->nuses ? f->nuses : 1, sizeof(Node *)) };
 	for (Node *n = g->first; n; n = n->next) {
 		q.cur = n;
@@ -797,8 +839,11 @@ void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms)
 		next = n->next;
 		Match x;
 		Node *made;
-		if (n->op == OP_ONNX_Softmax && n->domain == S_onnx && n->nres == 1 && match(&q, n, &x) &&
-		    (made = rewrite(&q, &x)) != NULL)
+		if (n->op != OP_ONNX_Softmax || n->domain != S_onnx || n->nres != 1 || !match(&q, n, &x))
+			continue;
+		if (!gqa)
+			rotate_only(&q, &x);
+		else if ((made = rewrite(&q, &x)) != NULL)
 			next = made->next;
 	}
 	free(q.reader);

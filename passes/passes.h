@@ -28,6 +28,8 @@ typedef struct PassOptions {
 	const char *quantize_exclude; /* quantize: "P,Q" glob patterns of products left float; NULL: none */
 	int aten_fallback;          /* decompose: an ATen op kept (allow_custom_ops) is written
 				     * as org.pytorch.aten::ATen(operator = ...) */
+	int ort_gqa;                /* fuse_ort: attention over a key/value cache as
+				     * GroupQueryAttention (-ort-attention=gqa) */
 } PassOptions;
 
 /* FAILED after reporting through diag (ir.h: Status). */

@@ -25,8 +25,16 @@
  *                                                       past it)
  *   Transpose(Transpose(x, p1), p2)              -> Transpose(x, p1∘p2) in place
  *   Transpose(x, identity perm)                  -> x
- *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1     -> x   when x has the result's
+ *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1,
+ *   And(x, true), Or(x, false) (either order)    -> x   when x has the result's
  *                                                       shape and dtype
+ *   GatherND(x, grid) of x [n0, n1] at every pair
+ *       (i, j) of two aranges set side by side   -> Unsqueeze(x, the other
+ *                                                       axes) in place (an
+ *                                                       advanced index by
+ *                                                       broadcast aranges,
+ *                                                       transformers' padding
+ *                                                       mask)
  *   SequenceAt(SequenceConstruct(x0..xn-1), k)   -> xk  for a constant k
  *   Dropout(x, ratio, training_mode)             -> x   in inference, or
  *                                                       with ratio 0
@@ -319,12 +327,13 @@ static void simplify_transpose(Simplify *s, Node *n, ValueId y, ValueId r)
 		replace(s, r, y);
 }
 
-/* x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 read x, when the constant
- * broadcasts nothing (x has the result's shape and dtype). */
+/* x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1, And(x, true), Or(x, false)
+ * read x, when the constant broadcasts nothing (x has the result's shape
+ * and dtype). */
 static void simplify_identity_operand(Simplify *s, Node *n, ValueId r)
 {
-	double unit = n->op == OP_ONNX_Mul || n->op == OP_ONNX_Div ? 1.0 : 0.0;
-	int commutes = n->op == OP_ONNX_Add || n->op == OP_ONNX_Mul;
+	double unit = n->op == OP_ONNX_Mul || n->op == OP_ONNX_Div || n->op == OP_ONNX_And ? 1.0 : 0.0;
+	int commutes = n->op == OP_ONNX_Add || n->op == OP_ONNX_Mul || n->op == OP_ONNX_And || n->op == OP_ONNX_Or;
 	for (uint32_t side = 0; side < (commutes ? 2u : 1u); side++) {
 		ValueId x = operand(n, side), c = operand(n, 1 - side);
 		if (x && c && match_const(s->m, c, unit) && same_shape(s, x, r)) {
@@ -598,6 +607,123 @@ static void merge_slice(Simplify *s, Node *n, ValueId y)
 	n->nargs = 5;
 }
 
+/* u = Unsqueeze/Reshape chain of Range(0, n, 1), its type all 1s but the
+ * one axis (returned) of length len; *range set.  -1 otherwise. */
+static int32_t arange_axis(const Simplify *s, ValueId u, Dim len, const Node **range)
+{
+	const Type *t = tensor_type(s, u);
+	int32_t axis = -1;
+	for (int32_t i = 0; t && i < t->rank; i++) {
+		if (t->dims[i].sym || t->dims[i].v != 1) {
+			if (axis >= 0 || !dim_same(t->dims[i], len))
+				return -1;
+			axis = i;
+		}
+	}
+	for (int hops = 0; axis >= 0 && hops < 8; hops++) {
+		Node *d = def_of(s->m, u);
+		if (!d || d->domain != S_onnx)
+			return -1;
+		if (d->op == OP_ONNX_Range) {
+			const Type *tr = tensor_type(s, u);
+			*range = d;
+			return tr && tr->rank == 1 && dim_same(tr->dims[0], len) && match_const(s->m, operand(d, 0), 0) &&
+			       match_const(s->m, operand(d, 2), 1) && operand(d, 1) ? axis : -1;
+		}
+		if ((d->op != OP_ONNX_Unsqueeze && d->op != OP_ONNX_Reshape) || !operand(d, 0))
+			return -1;
+		u = operand(d, 0);
+	}
+	return -1;
+}
+
+/* x[:, :n] (axis 1) or x[:n] (axis 0) before `at`, n a 0-d or 1-element
+ * value. */
+static ValueId take_first(Simplify *s, Node *at, ValueId x, ValueId n, int64_t axis)
+{
+	static const int64_t one = 1, zero = 0;
+	ValueId v[5] = { x, const_i64s(s->m, at->graph, &zero, 1, x, "start"), VNONE,
+			 const_i64s(s->m, at->graph, &axis, 1, x, "axis") };
+	const OpId ops[2] = { OP_ONNX_Reshape, OP_ONNX_Slice };
+	for (int k = 0; k < 2; k++) {
+		Node *d = node_new_op(s->m, ops[k], 1, k ? 4 : 2, 0);
+		d->prov = at->prov;
+		d->loc = at->loc;
+		if (k) {
+			for (int i = 0; i < 4; i++)
+				d->args[i] = value_arg(v[i]);
+		} else {
+			d->args[0] = value_arg(n);
+			d->args[1] = value_arg(const_i64s(s->m, at->graph, &one, 1, x, "one"));
+		}
+		d->res[0] = value_new(s->m, value_fresh_name(s->m, val(s->m, x)->name), NULL, VK_NODE);
+		val(s->m, d->res[0])->def = d;
+		node_insert_before(at->graph, at, d);
+		v[2] = d->res[0];
+	}
+	return v[2];
+}
+
+/* GatherND(x, idx), x rank 2, idx = Concat(Unsqueeze(Expand(u0, s), [-1]),
+ * Unsqueeze(Expand(u1, s), [-1]), axis = -1), u_i an arange Range(0, n_i,
+ * 1) along axis k_i (k0 < k1) and 1 elsewhere: the result at (.., i at
+ * k0, .., j at k1, ..) is x[i, j] for i < n0, j < n1 (GatherND refuses a
+ * larger index), which is x[:n0, :n1] with unit axes inserted everywhere
+ * else: n becomes that Unsqueeze (after a Slice of each dim n_i is not
+ * known to be). */
+static void simplify_gather_grid(Simplify *s, Node *n, ValueId x, ValueId r)
+{
+	const Type *tx = tensor_type(s, x), *tr = tensor_type(s, r);
+	Node *cat = match_operand(s->m, n, 1, OP_ONNX_Concat);
+	if (!attr_zero(n, sym_cstr("batch_dims")) || !tx || tx->rank != 2 || !tr || tr->rank < 2 || tr->rank > 16 ||
+	    !cat || cat->nargs != 2)
+		return;
+	int64_t cax = 0;
+	const Named *k = node_kw(cat, S_axis);
+	if (k && k->val.kind == A_INT)
+		cax = k->val.u.i;
+	if (cax != -1 && cax != tr->rank)
+		return;
+	int32_t ax[2];
+	const Node *range[2];
+	for (uint32_t i = 0; i < 2; i++) {
+		Node *uq = match_operand(s->m, cat, i, OP_ONNX_Unsqueeze);
+		Node *ex = uq ? match_operand(s->m, uq, 0, OP_ONNX_Expand) : NULL;
+		const Type *te = ex ? tensor_type(s, ex->res[0]) : NULL, *tu = ex ? tensor_type(s, operand(ex, 0)) : NULL;
+		int64_t last;
+		if (!ex || !te || !tu || te->rank != tr->rank || tu->rank != tr->rank ||
+		    const_ints(s, uq, 1, &last, 1) != 1 || (last != -1 && last != tr->rank))
+			return;
+		for (int32_t d = 0; d < te->rank; d++)
+			if (!dim_same(te->dims[d], tr->dims[d]))
+				return;
+		ax[i] = -1;
+		for (int32_t d = 0; d < tu->rank && ax[i] < 0; d++)
+			if (tu->dims[d].sym || tu->dims[d].v != 1)
+				ax[i] = d;
+		if (ax[i] < 0 || arange_axis(s, operand(ex, 0), tr->dims[ax[i]], &range[i]) != ax[i])
+			return;
+	}
+	if (ax[0] >= ax[1])
+		return;
+	int64_t axes[16];
+	int32_t na = 0;
+	for (int32_t d = 0; d < tr->rank; d++) {
+		if (d == ax[0] || d == ax[1])
+			continue;
+		if (tr->dims[d].sym || tr->dims[d].v != 1)
+			return;
+		axes[na++] = d;
+	}
+	for (int i = 0; i < 2; i++)
+		if (!dim_same(tr->dims[ax[i]], tx->dims[i]))
+			x = take_first(s, n, x, operand(range[i], 1), i);
+	ValueId c = const_i64s(s->m, n->graph, axes, na, r, "axes");
+	set_op(s, n, OP_ONNX_Unsqueeze, 2, 0);
+	n->args[0] = value_arg(x);
+	n->args[1] = value_arg(c);
+}
+
 static void simplify_node(Simplify *s, Node *n)
 {
 	ValueId x = operand(n, 0), r = result(n);
@@ -650,7 +776,12 @@ static void simplify_node(Simplify *s, Node *n)
 	case OP_ONNX_Sub:
 	case OP_ONNX_Mul:
 	case OP_ONNX_Div:
+	case OP_ONNX_And:
+	case OP_ONNX_Or:
 		simplify_identity_operand(s, n, r);
+		break;
+	case OP_ONNX_GatherND:
+		simplify_gather_grid(s, n, x, r);
 		break;
 	case OP_ONNX_SequenceAt:
 		simplify_sequence_at(s, n, x, r);
@@ -675,7 +806,9 @@ static const char *rule_name(const Node *n)
 	case OP_ONNX_Concat: return "concat";
 	case OP_ONNX_Max: case OP_ONNX_Min: case OP_ONNX_Sum: case OP_ONNX_Mean: return "one_operand";
 	case OP_ONNX_Transpose: return "transpose";
-	case OP_ONNX_Add: case OP_ONNX_Sub: case OP_ONNX_Mul: case OP_ONNX_Div: return "identity_operand";
+	case OP_ONNX_Add: case OP_ONNX_Sub: case OP_ONNX_Mul: case OP_ONNX_Div:
+	case OP_ONNX_And: case OP_ONNX_Or: return "identity_operand";
+	case OP_ONNX_GatherND: return "gather_nd_grid";
 	case OP_ONNX_SequenceAt: return "sequence_at";
 	case OP_ONNX_ConcatFromSequence: return "concat_from_sequence";
 	case OP_ONNX_Dropout: return "dropout";

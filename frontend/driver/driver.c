@@ -33,6 +33,8 @@ typedef struct Opts {
 	int outline;                /* -outline: run outline after the -O pipeline */
 	const char *outline_classes;    /* -outline=A,B */
 	int target_ort;             /* -target=ort: fuse_ort after the -O2 pipeline */
+	int ort_gqa;                /* -ort-attention=gqa: fuse_ort writes GroupQueryAttention */
+	int ort_attention_given;
 	int quantize_bits;          /* -quantize=int4|int8: 4 or 8; 0: not asked */
 	long quantize_block;        /* -quantize-block=N; 0: not given (32) */
 	int quantize_zero_points;   /* -quantize-zero-points */
@@ -93,7 +95,13 @@ static const char usage_text[] =
 	"  -target=onnx|ort         onnx (default): standard ONNX ops only; ort: at -O2,\n"
 	"                           also ONNX Runtime's contrib ops (com.microsoft:\n"
 	"                           FusedMatMul, Gelu, FastGelu, BiasGelu,\n"
-	"                           SkipLayerNormalization), which only it runs\n"
+	"                           SkipLayerNormalization, RotaryEmbedding, ...), which\n"
+	"                           only it runs\n"
+	"  -ort-attention=matmul|gqa\n"
+	"                           with -target=ort, attention over a key/value cache:\n"
+	"                           matmul (default) keeps MatMul and Softmax (the\n"
+	"                           faster on ONNX Runtime's CPU provider); gqa writes\n"
+	"                           com.microsoft::GroupQueryAttention\n"
 	"  -quantize=int4|int8      quantize the weights of MatMul and Gemm (the LM head\n"
 	"                           too) blockwise along K, rounding to nearest: with\n"
 	"                           -target=ort as com.microsoft::MatMulNBits, else as\n"
@@ -236,6 +244,7 @@ static const char *const option_names[] = {
 	"-verify-each", "-time-passes", "-stats", "-verify-diagnostics", "-split-input-file",
 	"-max-errors=", "-no-fast-lex", "-fold-limit=", "-outline=", "-outline", "-target=", "--help", "--version",
 	"-quantize=", "-quantize-exclude=", "-quantize-block=", "-quantize-zero-points", "-quantize-accuracy-level=",
+	"-ort-attention=",
 	"-report=", "-report", "-bisect-accuracy=", "-bisect-accuracy", "-accuracy-rtol=", "-accuracy-atol=", "-progress", "-no-progress",
 };
 
@@ -329,6 +338,11 @@ static void parse_args(int argc, char **argv, Opts *o)
 			if (strcmp(v, "onnx") != 0 && strcmp(v, "ort") != 0)
 				usage_error("-target=%s: the targets are onnx and ort", v);
 			o->target_ort = strcmp(v, "ort") == 0;
+		} else if (match(a, "-ort-attention", &v)) {
+			if (strcmp(v, "matmul") != 0 && strcmp(v, "gqa") != 0)
+				usage_error("-ort-attention=%s: the forms are matmul and gqa", v);
+			o->ort_gqa = strcmp(v, "gqa") == 0;
+			o->ort_attention_given = 1;
 		} else if (match(a, "-decomp-path", &v)) {
 			o->decomp_path = v;
 		} else if (match(a, "-decomp", &v)) {
@@ -446,6 +460,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 		usage_error("%s", o->quantize_block ? "-quantize-block needs -quantize=int4|int8"
 				  : o->quantize_accuracy ? "-quantize-accuracy-level needs -quantize=int4|int8"
 				  : "-quantize-zero-points needs -quantize=int4|int8");
+	if (o->ort_attention_given && !o->target_ort)
+		usage_error("%s", "-ort-attention chooses among ONNX Runtime's forms: it needs -target=ort");
 	if (o->quantize_accuracy && !o->target_ort)
 		usage_error("%s", "-quantize-accuracy-level is MatMulNBits' attribute: it needs -target=ort");
 	if (o->quantize_bits && !o->quantize_dynamic && !o->target_ort && o->w.opset && o->w.opset < 21) {
@@ -506,7 +522,7 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline, o->target_ort, o->quantize_bits,
 			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy,
-			   o->quantize_dynamic, o->quantize_exclude, o->aten_fallback };
+			   o->quantize_dynamic, o->quantize_exclude, o->aten_fallback, o->ort_gqa };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;

@@ -182,11 +182,17 @@ def _external_flag(external_data):
 
 
 def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quantize_accuracy_level=None,
-                    quantize_exclude=None):
-    """onnxc's -target= and -quantize flags for export's arguments."""
+                    quantize_exclude=None, ort_attention=None):
+    """onnxc's -target=, -ort-attention= and -quantize flags for export's arguments."""
     if target not in (None, "onnx", "ort"):
         raise ValueError("target must be 'onnx' or 'ort', not %r" % (target,))
+    if ort_attention not in (None, "matmul", "gqa"):
+        raise ValueError("ort_attention must be 'matmul' or 'gqa', not %r" % (ort_attention,))
+    if ort_attention and target != "ort":
+        raise ValueError("ort_attention chooses among ONNX Runtime's forms: it needs target='ort'")
     flags = ["-target=" + target] if target else []
+    if ort_attention:
+        flags.append("-ort-attention=" + ort_attention)
     if quantize is None or quantize is False:
         if (quantize_block is not None or quantize_zero_points or quantize_accuracy_level is not None
                 or quantize_exclude):
@@ -217,7 +223,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
            decompositions=None, verify=False, target=None, quantize=None,
            quantize_block=None, quantize_zero_points=False, quantize_accuracy_level=None,
-           quantize_exclude=None,
+           quantize_exclude=None, ort_attention=None,
            operator_export_type=None, keep_initializers_as_inputs=False):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
@@ -272,6 +278,10 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
                       model's metadata); a name uses that capture only
       target          "onnx" (default): standard ops only; "ort": at O2 also
                       ONNX Runtime's contrib ops (-target=ort)
+      ort_attention   with target="ort", attention over a key/value cache:
+                      "matmul" (default) keeps MatMul and Softmax, the faster
+                      on ONNX Runtime's CPU provider; "gqa" writes
+                      GroupQueryAttention (-ort-attention=)
       quantize        "int4" or "int8": the weights of MatMul and Gemm
                       quantized blockwise along K (-quantize=, see
                       docs/weight_quantization.md): MatMulNBits with
@@ -317,7 +327,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     """
     onnxc = find_onnxc()
     qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target,
-                             quantize_accuracy_level, quantize_exclude)
+                             quantize_accuracy_level, quantize_exclude, ort_attention)
     if opset is None:
         opset = 21 if quantize and quantize != "int8-dynamic" and target != "ort" else 20
     user_decomps = _decomposition_sources(decompositions)

@@ -42,6 +42,9 @@ def main(argv=None):
                    help="default-domain opset (default 20; 21 with --quantize at the onnx target)")
     p.add_argument("--target", default=None, choices=("onnx", "ort"),
                    help="onnx (default): standard ops; ort: also ONNX Runtime's contrib ops")
+    p.add_argument("--ort-attention", default=None, choices=("matmul", "gqa"),
+                   help="with --target ort, attention over a key/value cache: matmul (default) "
+                        "or GroupQueryAttention")
     p.add_argument("--quantize", default=None, choices=("int4", "int8", "int8-dynamic"),
                    help="quantize MatMul and Gemm weights blockwise along K (int8-dynamic: "
                         "a scale a column, activations quantized at run time)")
@@ -126,7 +129,8 @@ def main(argv=None):
 
 
 def _quant_args(a):
-    return dict(target=a.target, quantize=a.quantize, quantize_block=a.quantize_block,
+    return dict(target=a.target, ort_attention=a.ort_attention, quantize=a.quantize,
+                quantize_block=a.quantize_block,
                 quantize_zero_points=a.quantize_zero_points,
                 quantize_accuracy_level=a.quantize_accuracy_level,
                 quantize_exclude=a.quantize_exclude.split(",") if a.quantize_exclude else None)

@@ -53,7 +53,7 @@ def _load_checkpoint(path):
 def export_for_generation(model, out_dir, opset=None, optimize="O2", external_data=None,
                           progress=None, report=None, capture=None, target=None,
                           quantize=None, quantize_block=None, quantize_zero_points=False,
-                          quantize_accuracy_level=None, quantize_exclude=None):
+                          quantize_accuracy_level=None, quantize_exclude=None, ort_attention=None):
     """Write the generation files of `model` (a transformers model, or the
     path of a checkpoint directory saved with save_pretrained) into
     `out_dir`; returns a GenerationModel.  The other arguments are
@@ -67,7 +67,8 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
     kw = dict(opset=opset, optimize=optimize, external_data=external_data, progress=progress,
               capture=capture, target=target, quantize=quantize, quantize_block=quantize_block,
               quantize_zero_points=quantize_zero_points,
-              quantize_accuracy_level=quantize_accuracy_level, quantize_exclude=quantize_exclude)
+              quantize_accuracy_level=quantize_accuracy_level, quantize_exclude=quantize_exclude,
+              ort_attention=ort_attention)
     cfg = model.config
     if getattr(cfg, "is_encoder_decoder", False):
         from .bridge import seq2seq

@@ -13,9 +13,10 @@ each checked against `model.generate(do_sample=False)`: the same tokens,
 every step's logits within 1e-4, and the prefill's logits within 1e-4 of
 eager PyTorch wherever the attention mask is 1; for three models the
 padded batch again from a file at opset 23, whose attention -O2 fuses
-into onnx::Attention, and for sixteen from a file at target="ort" (the
-attention over the cache as ONNX Runtime's GroupQueryAttention, RMS
-normalizations as its SkipSimplifiedLayerNormalization).  Also: a model whose state
+into onnx::Attention, and for sixteen from two files at target="ort" (the
+rotary embeddings as ONNX Runtime's RotaryEmbedding, or with
+ort_attention="gqa" the attention over the cache as its GroupQueryAttention;
+RMS normalizations as its SkipSimplifiedLayerNormalization).  Also: a model whose state
 is not a key/value cache (Mamba) is refused with a message saying so, and
 `python -m onnxc --checkpoint DIR` on a save_pretrained directory writes a
 file that generates the same tokens, and examples/generate.py (the greedy
@@ -129,14 +130,17 @@ CASES = (("b1", 1, (0,)), ("b3", 3, (0, 0, 0)), ("b3pad", 3, PADS))
 # Also exported at opset 23, where -O2 fuses the attention into one
 # onnx::Attention: the padded batch again.
 OPSET23 = ("llama", "mistral", "gemma2")
-# And at target="ort" (ONNX Runtime's forms: GroupQueryAttention for the
-# attention over the cache; SimplifiedLayerNormalization and
-# SkipSimplifiedLayerNormalization for the RMS normalizations the first
-# four write out): the padded batch again.  GPT-J, BLOOM and Falcon are
-# left out: their attention is not in the form fuse_ort_gqa.c matches.
+# And at target="ort", the padded batch again, in both forms of the
+# attention over the cache: the default (MatMul and Softmax, the rotary
+# embeddings as RotaryEmbedding where transformers writes rotate_half) and
+# ort_attention="gqa" (GroupQueryAttention); with SimplifiedLayerNormalization
+# and SkipSimplifiedLayerNormalization for the RMS normalizations the first
+# four write out.  GPT-J, BLOOM and Falcon are left out: their attention is
+# not in the form fuse_ort_gqa.c matches.
 TARGET_ORT = ("llama", "qwen2", "mistral", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "phi3",
               "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "opt", "gpt_bigcode")
 RMS_WRITTEN_OUT = ("llama", "qwen2", "mistral", "qwen3")
+ROTATE_HALF = TARGET_ORT[:12]
 
 
 def nodes(path):
@@ -219,20 +223,24 @@ def run_model(name, work, results, peer):
         except Exception as e:   # noqa: BLE001
             why = "export at opset 23: %s" % str(e).strip().splitlines()[0][:200]
         results.append((name, "b3pad-opset23", "FAIL" if why else "ok", why))
-    if name in TARGET_ORT:
+    for attention in (("matmul", "gqa") if name in TARGET_ORT else ()):
+        case = "b3pad-ort" + ("-gqa" if attention == "gqa" else "")
+        want = (["GroupQueryAttention"] if attention == "gqa" else
+                ["RotaryEmbedding"] if name in ROTATE_HALF else [])
+        if name in RMS_WRITTEN_OUT:
+            want.append("SkipSimplifiedLayerNormalization")
         try:
-            go = onnxc.export_for_generation(model, out + "-ort", target="ort", progress=False)
+            go = onnxc.export_for_generation(model, out + "-" + case, target="ort", progress=False,
+                                             ort_attention=attention)
             so = ort.InferenceSession(go.decoder.path, providers=["CPUExecutionProvider"])
             import onnx
             ops = [n.op_type for n in onnx.load(go.decoder.path, load_external_data=False).graph.node]
             ids, mask = prompts(model, 3, PADS, seed=13)
-            why = check_case(so, model, ids, mask, toks) or (
-                "no GroupQueryAttention in the target=ort file" if "GroupQueryAttention" not in ops
-                else "no SkipSimplifiedLayerNormalization in the target=ort file"
-                if name in RMS_WRITTEN_OUT and "SkipSimplifiedLayerNormalization" not in ops else "")
+            why = check_case(so, model, ids, mask, toks) or "".join(
+                "no %s in the file" % op for op in want if op not in ops)[:200]
         except Exception as e:   # noqa: BLE001
             why = "export at target=ort: %s" % str(e).strip().splitlines()[0][:200]
-        results.append((name, "b3pad-ort", "FAIL" if why else "ok", why))
+        results.append((name, case, "FAIL" if why else "ok", why))
     row = "%-12s onnxc: export %.1fs, %d nodes, decode step %.3f ms" % (
         name, t_export, nodes(g.decoder.path), decode_ms(sess))
     if peer:
