@@ -585,9 +585,26 @@ static const Shared *shared(Gqa *q, const Match *x)
 	return sh;
 }
 
+/* The first half along D of the table t = op(Concat(f, f)) [times c]
+ * (halves_equal): op(f) [times c], made before at. */
+static ValueId half_table(Gqa *q, Node *at, const Node *from, ValueId t, OpId op)
+{
+	Module *m = q->f->m;
+	Node *mul = match_op(m, t, OP_ONNX_Mul);
+	double k;
+	ValueId c = mul ? scaled(q->f, mul, &k) : t;
+	Node *cat = match_operand(m, match_op(m, c, op), 0, OP_ONNX_Concat);
+	ValueId h = emit1(q, at, from, op, operand(cat, 0), VNONE, op == OP_ONNX_Cos ? "cos" : "sin");
+	if (!mul)
+		return h;
+	ValueId s = operand(mul, 0) == c ? operand(mul, 1) : operand(mul, 0);
+	return emit1(q, at, from, OP_ONNX_Mul, h, s, "scaled");
+}
+
 /* The tables of the rotary embedding of x (cos, sin [B, S, D]) as
  * RotaryEmbedding reads them, made once: a row a token, cos_cache and
- * sin_cache [B * S, D/2] (the first halves: the second ones are equal),
+ * sin_cache [B * S, D/2] (the first halves, op(f) of op(Concat(f, f)):
+ * the second ones are equal),
  * and position_ids [B, S] = 0 .. B*S-1 reading them in order, so each
  * token is turned by its own angles whatever positions gave them. */
 static const Rotary *rotary_tables(Gqa *q, const Node *from, const Match *x)
@@ -603,7 +620,13 @@ static const Rotary *rotary_tables(Gqa *q, const Node *from, const Match *x)
 	r->sin = x->sin;
 	/* before the reads of the tables by the rotations (both before any) */
 	Node *at = def_of(m, x->un[0]), *at_sin = def_of(m, x->un[1]);
-	ValueId bs = shape_slice(q, at, from, x->cos, 0, 2);
+	int64_t rows[2] = { -1, x->d / 2 };
+	ValueId shp = const_i64s(m, q->g, rows, 2, x->cos, "rows");
+	ValueId cos_half = half_table(q, at, from, x->cos, OP_ONNX_Cos);
+	r->cos_cache = emit1(q, at, from, OP_ONNX_Reshape, cos_half, shp, "cache");
+	r->sin_cache = emit1(q, at_sin, from, OP_ONNX_Reshape, half_table(q, at_sin, from, x->sin, OP_ONNX_Sin), shp,
+			     "cache");
+	ValueId bs = shape_slice(q, at, from, cos_half, 0, 2);
 	Arg pa[1] = { fuse_value_arg(bs) };
 	Named pk[1] = { fuse_int_kw("keepdims", 0) };
 	ValueId n = emit(q, at, from, OP_ONNX_ReduceProd, pa, 1, pk, 1, x->cos, "tokens");
@@ -611,17 +634,6 @@ static const Rotary *rotary_tables(Gqa *q, const Node *from, const Match *x)
 		      fuse_value_arg(scalar(q, DT_I64, 0, 1, x->cos, "step")) };
 	ValueId each = emit(q, at, from, OP_ONNX_Range, ra, 3, NULL, 0, x->cos, "token");
 	r->pos = emit1(q, at, from, OP_ONNX_Reshape, each, bs, "positions");
-	int64_t zero = 0, half = x->d / 2, last = -1, rows[2] = { -1, x->d / 2 };
-	ValueId st = const_i64s(m, q->g, &zero, 1, x->cos, "half_start");
-	ValueId en = const_i64s(m, q->g, &half, 1, x->cos, "half_end");
-	ValueId ax = const_i64s(m, q->g, &last, 1, x->cos, "half_axis");
-	ValueId shp = const_i64s(m, q->g, rows, 2, x->cos, "rows");
-	ValueId tabs[2] = { x->cos, x->sin }, *out[2] = { &r->cos_cache, &r->sin_cache };
-	for (int i = 0; i < 2; i++) {
-		Arg sa[4] = { fuse_value_arg(tabs[i]), fuse_value_arg(st), fuse_value_arg(en), fuse_value_arg(ax) };
-		ValueId h = emit(q, i ? at_sin : at, from, OP_ONNX_Slice, sa, 4, NULL, 0, tabs[i], "half");
-		*out[i] = emit1(q, i ? at_sin : at, from, OP_ONNX_Reshape, h, shp, "cache");
-	}
 	return r;
 }
 
