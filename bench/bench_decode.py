@@ -42,7 +42,8 @@ genai_config.json), so the same timing code drives them all:
             each --batch
   greedy    tokens/s of a --new-token greedy loop at batch 1 after a
             --prompt-token prompt (the prefill included), each file's own
-            argmax fed back, the cache fed back as the file returns it
+            argmax fed back, the cache fed back as the file returns it;
+            --greedy-reps loops a file, the files' loops interleaved
   accuracy  PyTorch (fp32, the checkpoint) decodes greedily --new tokens
             from the prompt; each file is fed the same tokens step by step
             with its own cache, and its last-position logits are compared
@@ -53,7 +54,11 @@ once and rounds alternate among them (the order rotated each round), each
 round timing a batch of runs lasting about --sample-ms; --1b opens one file
 at a time (its files are 4.4 GB each).  A cell is the median over the
 rounds and its ratio to onnxc fp32 with a 95% bootstrap interval (rounds of
-each file resampled).
+each file resampled).  A second table sets onnxc's files against the
+builder's of the same weights (onnxc int4 / builder int4, onnxc
+-target=ort / builder fp32): the ratio of the medians on every row and
+on the greedy loop's time, with its 95% interval, and whether onnxc is
+faster, tied (the interval holds 1.00) or slower.
 
 The encoder part (--no-encoders leaves it out): BERT-4L and DistilBERT-4L
 (hidden 768, batch 1, sequence 128, random weights) as onnxc fp32 against
@@ -507,7 +512,9 @@ def ratio_interval(a, b, draws=2000):
 
 def measure_group(decs, cfg, a, prompt, rng_seed=0):
     """All timings of the open files `decs` ({key: Decoder}): returns
-    {config: {key: [seconds per round]}}, {key: tokens/s}."""
+    {config: {key: [seconds per round]}}, {key: tokens/s} and {key: [seconds
+    per greedy loop]} (the loops of the files interleaved, the order rotated
+    every repetition)."""
     out = {}
     configs = []
     if not a.no_prefill:
@@ -526,16 +533,19 @@ def measure_group(decs, cfg, a, prompt, rng_seed=0):
         runs = {k: (lambda d=d, f=feeds[k]: d.session.run(None, f)) for k, d in decs.items()}
         out[name] = interleaved(runs, a.rounds, a.sample_ms, a.budget)
         del feeds, runs, past
-    tps = {}
+    tps, loops = {}, {}
     if not a.no_greedy:
-        for k, d in decs.items():
-            ts = []
-            for _ in range(a.greedy_reps):
+        keys = list(decs)
+        loops = {k: [] for k in keys}
+        for k in keys:
+            greedy_steps(decs[k], cfg, prompt, 2)
+        for r in range(a.greedy_reps):
+            for k in keys[r % len(keys):] + keys[:r % len(keys)]:
                 t0 = time.perf_counter()
-                greedy_steps(d, cfg, prompt, a.new)
-                ts.append(time.perf_counter() - t0)
-            tps[k] = a.new / statistics.median(ts)
-    return out, tps
+                greedy_steps(decs[k], cfg, prompt, a.new)
+                loops[k].append(time.perf_counter() - t0)
+        tps = {k: a.new / statistics.median(v) for k, v in loops.items()}
+    return out, tps, loops
 
 
 # -- the encoders ---------------------------------------------------------------------
@@ -652,6 +662,50 @@ def fmt_size(n):
     return "-" if not n else "%.0f MB" % (n / 1e6) if n >= 1e7 else "%.1f MB" % (n / 1e6)
 
 
+# onnxc's file against the builder's of the same weights
+PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-ort", "genai-fp32"))
+
+
+def verdict(lo, hi):
+    return "faster" if hi < 1 else "slower" if lo > 1 else "tie"
+
+
+def against_builder(res, a, configs):
+    """The table of onnxc's time over the builder's for each pair of PAIRS
+    both built: every latency row and the greedy loop (its time a loop),
+    the ratio with its 95% bootstrap interval and what it says (a ratio
+    whose interval holds 1.00 is a tie); and the count of each."""
+    head = ["model", "onnxc / builder", "threads"] + configs + (
+        ["greedy loop"] if not a.no_greedy else [])
+    rows, tally = [], {"faster": 0, "tie": 0, "slower": 0}
+    for arch, r in res.items():
+        for ours, theirs in PAIRS:
+            if not (r["builds"].get(ours, {}).get("ok") and r["builds"].get(theirs, {}).get("ok")):
+                continue
+            for t in a.threads:
+                row = [arch, "%s / %s" % (LABELS[ours], LABELS[theirs]), str(t)]
+                series = [r["times"].get(t, {}).get(c, {}) for c in configs]
+                if not a.no_greedy:
+                    series.append(r["loops"].get(t, {}))
+                for per in series:
+                    x, y = per.get(ours), per.get(theirs)
+                    if not x or not y:
+                        row.append("-")
+                        continue
+                    lo, hi = ratio_interval(x, y)
+                    v = verdict(lo, hi)
+                    tally[v] += 1
+                    row.append("%.2fx [%.2f..%.2f] %s" % (statistics.median(x) / statistics.median(y),
+                                                          lo, hi, v))
+                rows.append(row)
+    if not rows:
+        return []
+    return (["", "Against ONNX Runtime GenAI's builder (onnxc's median time over the builder's, "
+             "95%% interval; below 1 onnxc is faster; an interval holding 1.00 is a tie): "
+             "%d faster, %d ties, %d slower:" % (tally["faster"], tally["tie"], tally["slower"]), ""]
+            + table(head, rows))
+
+
 def report(res, enc, a, load0, load1, wall):
     lines = []
     configs = []
@@ -687,6 +741,7 @@ def report(res, enc, a, load0, load1, wall):
               "decode = one token on a cache of p tokens at batch b; prefill = batch 1, "
               "%d tokens):" % a.prompt, ""]
     lines += table(head, rows)
+    lines += against_builder(res, a, configs)
     if not a.no_accuracy:
         lines += ["", "Against PyTorch fp32 over a %d-token greedy sequence (the file fed "
                   "PyTorch's tokens; %d-token prompt); nodes, file size (external data "
@@ -790,10 +845,10 @@ def run_arch(arch, a, work):
         torch.set_num_threads(max(a.threads))
         ref = torch_reference(ckpt, prompt, a.new)
     ok = [k for k in a.files if builds[k].get("ok")]
-    res = {"builds": builds, "times": {}, "tps": {}, "acc": {}}
+    res = {"builds": builds, "times": {}, "tps": {}, "loops": {}, "acc": {}}
     groups = [[k] for k in ok] if a.one_b else [ok]
     for t in a.threads:
-        res["times"][t], res["tps"][t] = {}, {}
+        res["times"][t], res["tps"][t], res["loops"][t] = {}, {}, {}
         for group in groups:
             if not group:
                 continue
@@ -801,10 +856,11 @@ def run_arch(arch, a, work):
             if ref is not None and t == a.threads[0]:
                 for k, d in decs.items():
                     res["acc"][k] = accuracy(d, cfg, prompt, *ref)
-            times, tps = measure_group(decs, cfg, a, prompt)
+            times, tps, loops = measure_group(decs, cfg, a, prompt)
             for c, per in times.items():
                 res["times"][t].setdefault(c, {}).update(per)
             res["tps"][t].update(tps)
+            res["loops"][t].update(loops)
             del decs
             gc.collect()
         summary = ", ".join("%s %.2f ms" % (c, statistics.median(v["onnxc"]) * 1e3)
@@ -837,8 +893,9 @@ def main(argv=None):
                     help="a round times a batch of runs lasting about MS (default 40)")
     ap.add_argument("--budget", type=float, default=10,
                     help="seconds of rounds a configuration, at least 5 rounds (default 10)")
-    ap.add_argument("--greedy-reps", type=int, default=3,
-                    help="greedy loops a file, the median taken (default 3)")
+    ap.add_argument("--greedy-reps", type=int, default=5,
+                    help="greedy loops a file, interleaved among the files, the median taken "
+                         "(default 5)")
     ap.add_argument("--no-spin", action="store_true",
                     help="intra-op threads do not spin while waiting (for a loaded machine)")
     ap.add_argument("--no-prefill", action="store_true")
