@@ -1,7 +1,7 @@
 """bench_decode.py - decoding with a key/value cache: onnxc's generation files against their peers.
 
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_decode.py [--arch llama,qwen2,phi3] [--1b]
-        [--layers N] [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,peer,genai-fp32,genai-int4]
+        [--layers N] [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,onnxc-int4-gqa,peer,genai-fp32,genai-int4]
         [--prompt 128] [--batch 1,4] [--past 128,2048] [--threads 1,2] [--new 32]
         [--rounds 9] [--sample-ms 40] [--budget 10] [--no-spin] [--no-prefill] [--no-decode]
         [--no-greedy] [--no-accuracy] [--no-encoders | --encoders-only] [--markdown FILE]
@@ -25,6 +25,8 @@ The files, each built in a process of its own (external data for all):
   onnxc-int8,  export_for_generation(..., target="ort", quantize="int8" /
   onnxc-int4   "int4", quantize_accuracy_level=4): MatMulNBits weights,
                int8 activations in the products (docs/weight_quantization.md)
+  onnxc-int4-gqa  the int4 file with ort_attention="gqa": GroupQueryAttention
+               for the attention over the cache (not in the default set)
   peer         torch.onnx.export(dynamo=True) of the same with-past module
                (onnxc.bridge.with_past.decoder_spec: module, arguments,
                dynamic shapes, input and output names)
@@ -97,11 +99,13 @@ SIZES = {
 }
 ARCHS = ("llama", "qwen2", "phi3")
 FILES = ("onnxc", "onnxc-ort", "onnxc-int8", "onnxc-int4", "peer", "genai-fp32", "genai-int4")
+EXTRA_FILES = ("onnxc-int4-gqa",)           # built when --files names them
 LABELS = {
     "onnxc": "onnxc fp32",
     "onnxc-ort": "onnxc fp32 -target=ort",
     "onnxc-int8": "onnxc int8",
     "onnxc-int4": "onnxc int4",
+    "onnxc-int4-gqa": "onnxc int4 -ort-attention=gqa",
     "peer": "torch.onnx.export(dynamo=True) fp32",
     "genai-fp32": "ORT GenAI builder fp32",
     "genai-int4": "ORT GenAI builder int4",
@@ -195,8 +199,10 @@ def build_onnxc(job):
     kind = job["kind"]
     if kind == "onnxc-ort":
         kw["target"] = "ort"
-    elif kind in ("onnxc-int8", "onnxc-int4"):
+    elif kind in ("onnxc-int8", "onnxc-int4", "onnxc-int4-gqa"):
         kw.update(target="ort", quantize=kind.split("-")[1], quantize_accuracy_level=4)
+        if kind.endswith("-gqa"):
+            kw["ort_attention"] = "gqa"
     onnxc.export_for_generation(job["ckpt"], job["out"], **kw)
     return os.path.join(job["out"], "model.onnx")
 
@@ -663,7 +669,7 @@ def fmt_size(n):
 
 
 # onnxc's file against the builder's of the same weights
-PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-ort", "genai-fp32"))
+PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-int4-gqa", "genai-int4"), ("onnxc-ort", "genai-fp32"))
 
 
 def verdict(lo, hi):
@@ -923,9 +929,9 @@ def main(argv=None):
     os.environ["ONNXC"] = a.onnxc
     for k, v in CHILD_ENV.items():
         os.environ.setdefault(k, v)
-    bad = [f for f in a.files if f not in FILES]
+    bad = [f for f in a.files if f not in FILES + EXTRA_FILES]
     if bad:
-        ap.error("unknown file %s (the files: %s)" % (",".join(bad), ",".join(FILES)))
+        ap.error("unknown file %s (the files: %s)" % (",".join(bad), ",".join(FILES + EXTRA_FILES)))
     if "onnxc" not in a.files:
         a.files = ["onnxc"] + a.files        # the baseline of every ratio
     a.files = [f for f in FILES if f in a.files]
