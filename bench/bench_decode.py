@@ -934,7 +934,7 @@ def main(argv=None):
         ap.error("unknown file %s (the files: %s)" % (",".join(bad), ",".join(FILES + EXTRA_FILES)))
     if "onnxc" not in a.files:
         a.files = ["onnxc"] + a.files        # the baseline of every ratio
-    a.files = [f for f in FILES if f in a.files]
+    a.files = [f for f in FILES + EXTRA_FILES if f in a.files]
     a.arch = a.arch or (["llama"] if a.one_b else list(ARCHS))
     if any(x not in ARCHS for x in a.arch):
         ap.error("--arch takes %s" % ",".join(ARCHS))
