@@ -14,8 +14,12 @@
  *
  * Each block of `block` consecutive values along K (the last one shorter
  * when K is not a multiple) gets its own scale, in w's dtype (f32 or
- * f16).  Symmetric (the default): s = max|x| / qmax, qmax = 7 or 127,
- * q = clamp(rint(x / s), -qmax, qmax).  With zero points: lo = min(x, 0),
+ * f16).  Symmetric (the default): s = m / -(qmax + 1), qmax = 7 or 127,
+ * m the block's value of largest magnitude (the first of them), q =
+ * clamp(rint(x / s), -qmax - 1, qmax): m's code is -8 (-128), the codes
+ * use the whole signed range, and s is negative when m is positive (a
+ * step of max|x| / 8 where max|x| / 7 would leave -8 unused: 0.77x the
+ * rounding error's power).  With zero points: lo = min(x, 0),
  * hi = max(x, 0), s = (hi - lo) / umax, umax = 15 or 255, z =
  * clamp(rint(-lo / s), 0, umax), q = clamp(rint(x / s) + z, 0, umax).
  * s is rounded to its dtype before q is computed from it, in f32, so that
@@ -184,21 +188,22 @@ static int clampi(float x, int lo, int hi)
 	return !(x >= (float)lo) ? lo : x > (float)hi ? hi : (int)x;
 }
 
-/* The symmetric code of x at scale s (s != 0). */
-static int sym_code(float x, float s, int qmax) { return clampi(rintf(x / s), -qmax, qmax); }
+/* The symmetric code of x at scale s (s != 0): the whole signed range,
+ * -qmax - 1 .. qmax. */
+static int sym_code(float x, float s, int qmax) { return clampi(rintf(x / s), -qmax - 1, qmax); }
 
 /* The codes of the n values at x (n <= block), their scale and zero
  * point: symmetric codes are signed, the others unsigned (header). */
 static void quant_block(const Quant *q, const float *x, int n, int *code, float *scale, int *zp)
 {
 	int qmax = q->zp ? (1 << q->bits) - 1 : (1 << (q->bits - 1)) - 1;
-	float lo = 0, hi = 0;
+	float lo = 0, hi = 0, m = 0;
 	for (int i = 0; i < n; i++) {
-		float a = q->zp ? x[i] : fabsf(x[i]);
-		lo = a < lo ? a : lo;
-		hi = a > hi ? a : hi;
+		lo = x[i] < lo ? x[i] : lo;
+		hi = x[i] > hi ? x[i] : hi;
+		m = fabsf(x[i]) > fabsf(m) ? x[i] : m;
 	}
-	float s = stored(q->dt, (hi - lo) / (float)qmax);
+	float s = stored(q->dt, q->zp ? (hi - lo) / (float)qmax : m / (float)(-qmax - 1));
 	int z = q->zp && s != 0 ? clampi(rintf(-lo / s), 0, qmax) : 0;
 	for (int i = 0; i < n; i++)
 		code[i] = s == 0 ? z : q->zp ? clampi(rintf(x[i] / s) + (float)z, 0, qmax) : sym_code(x[i], s, qmax);

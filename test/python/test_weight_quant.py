@@ -55,7 +55,9 @@ TORCH2 = hasattr(torch, "export")
 def ref_dequant(w, bits, block, zero_points):
     """NumPy's round trip of a Linear weight w [N, K] (f32): blocks of
     `block` along K (the last one shorter), round half to even, the scale
-    rounded to f32 before the codes are computed from it."""
+    rounded to f32 before the codes are computed from it; symmetric: the
+    block's value of largest magnitude m at code -2^(bits-1), s = m /
+    -2^(bits-1)."""
     n, k = w.shape
     out = np.empty_like(w)
     for k0 in range(0, k, block):
@@ -71,9 +73,10 @@ def ref_dequant(w, bits, block, zero_points):
             out[:, k0:k0 + block] = (q - z) * s
         else:
             qmax = np.float32((1 << (bits - 1)) - 1)
-            s = (np.abs(x).max(axis=1, keepdims=True) / qmax).astype(np.float32)
+            m = np.take_along_axis(x, np.abs(x).argmax(axis=1)[:, None], axis=1)
+            s = (m / (-qmax - 1)).astype(np.float32)
             safe = np.where(s == 0, np.float32(1), s)
-            q = np.where(s == 0, 0, np.clip(np.rint(x / safe), -qmax, qmax))
+            q = np.where(s == 0, 0, np.clip(np.rint(x / safe), -qmax - 1, qmax))
             out[:, k0:k0 + block] = q * s
     return out
 

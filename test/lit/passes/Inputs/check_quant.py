@@ -61,11 +61,12 @@ def ref_quant(w, kaxis):
                          np.clip(np.rint(blocks / s[..., None]) + z[..., None], 0, qmax))
     else:
         qmax = (1 << (bits - 1)) - 1
-        amax = np.where(valid, np.abs(blocks), 0).max(axis=2).astype(np.float32)
-        s = (amax / np.float32(qmax)).astype(w.dtype).astype(np.float32)
+        vals = np.where(valid, blocks, 0)
+        m = np.take_along_axis(vals, np.abs(vals).argmax(axis=2)[..., None], axis=2)[..., 0]
+        s = (m.astype(np.float32) / np.float32(-qmax - 1)).astype(w.dtype).astype(np.float32)
         z = np.zeros_like(s)
         with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(s[..., None] == 0, 0, np.clip(np.rint(blocks / s[..., None]), -qmax, qmax))
+            q = np.where(s[..., None] == 0, 0, np.clip(np.rint(blocks / s[..., None]), -qmax - 1, qmax))
     q = q.reshape(n, nb * block)[:, :k].astype(np.int64)
     deq = ((q - np.repeat(z, block, axis=1)[:, :k]) * np.repeat(s, block, axis=1)[:, :k]).astype(np.float32)
     if kaxis == 0:
