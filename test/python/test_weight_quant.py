@@ -388,6 +388,12 @@ class DynamicQuantTest(unittest.TestCase):
         for bad in (dict(quantize_exclude=["a,b"]), dict(quantize_exclude=[""])):
             with self.assertRaises(ValueError):
                 self.export(model, "onnx", "bad.onnx", **bad)
+        # ort_attention chooses among ONNX Runtime's forms: target="ort" only
+        for target, bad in (("onnx", "gqa"), ("ort", "flash")):
+            with self.assertRaises(ValueError):
+                self.export(model, target, "bad.onnx", ort_attention=bad)
+        path, _ = self.export(model, "ort", "gqa.onnx", ort_attention="gqa")
+        self.assertTrue(os.path.isfile(path))
 
 
 if __name__ == "__main__":
