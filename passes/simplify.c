@@ -607,8 +607,9 @@ static void merge_slice(Simplify *s, Node *n, ValueId y)
 	n->nargs = 5;
 }
 
-/* u = Unsqueeze/Reshape chain of Range(0, n, 1), its type all 1s but the
- * one axis (returned) of length len; *range set.  -1 otherwise. */
+/* u = Unsqueeze/Reshape chain of an i64 Range(0, n, 1) (n then slices x
+ * with i64 bounds), its type all 1s but the one axis (returned) of length
+ * len; *range set.  -1 otherwise. */
 static int32_t arange_axis(const Simplify *s, ValueId u, Dim len, const Node **range)
 {
 	const Type *t = tensor_type(s, u);
@@ -627,7 +628,8 @@ static int32_t arange_axis(const Simplify *s, ValueId u, Dim len, const Node **r
 		if (d->op == OP_ONNX_Range) {
 			const Type *tr = tensor_type(s, u);
 			*range = d;
-			return tr && tr->rank == 1 && dim_same(tr->dims[0], len) && match_const(s->m, operand(d, 0), 0) &&
+			return tr && tr->rank == 1 && tr->dtype == DT_I64 && dim_same(tr->dims[0], len) &&
+			       match_const(s->m, operand(d, 0), 0) &&
 			       match_const(s->m, operand(d, 2), 1) && operand(d, 1) ? axis : -1;
 		}
 		if ((d->op != OP_ONNX_Unsqueeze && d->op != OP_ONNX_Reshape) || !operand(d, 0))
