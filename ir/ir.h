@@ -674,6 +674,8 @@ int match_const(const Module *m, ValueId v, double x);
 /* A new `const` i64[n] of g holding v, named `<like>_<suffix>`, at like's
  * location: the shape and axes operands rewrites build. */
 ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix);
+/* The same for a 0-d constant of dtype dt: x, or i for an integer dt. */
+ValueId const_0d(Module *m, Graph *g, DType dt, double x, int64_t i, ValueId like, const char *suffix);
 /* base's provenance (may be NULL) plus what a constant a pass computed
  * was made from: `pkg.onnxc.folded_op` naming op (unless NULL) and
  * `pkg.onnxc.folded_from` naming the constants among src[0..n)

@@ -153,6 +153,18 @@ const Tensor *const_tensor(const Module *m, ValueId v)
 	return k && k->val.kind == A_TENSOR ? k->val.u.t : NULL;
 }
 
+/* A new `const` of g holding t, named `<like>_<suffix>`, at like's location. */
+static ValueId new_const(Module *m, Graph *g, Tensor *t, ValueId like, const char *suffix)
+{
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
+	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
+	val(m, c)->init = t;
+	val(m, c)->loc = val(m, like)->loc;
+	VEC_PUSH(&m->arena, g->inits, c);
+	return c;
+}
+
 ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix)
 {
 	Arena *a = &m->arena;
@@ -165,13 +177,19 @@ ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId lik
 	if (t->nbytes)
 		memcpy(b, v, t->nbytes);
 	t->data = b;
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
-	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
-	val(m, c)->init = t;
-	val(m, c)->loc = val(m, like)->loc;
-	VEC_PUSH(a, g->inits, c);
-	return c;
+	return new_const(m, g, t, like, suffix);
+}
+
+ValueId const_0d(Module *m, Graph *g, DType dt, double x, int64_t i, ValueId like, const char *suffix)
+{
+	Arena *a = &m->arena;
+	Tensor *t = ARENA_NEW(a, Tensor);
+	t->type = type_tensor(a, dt, 0, NULL);
+	t->nbytes = tensor_nbytes(dt, 1);
+	uint8_t *b = arena_alloc(a, 8);
+	tensor_put(dt, b, 0, x, i, dtype_is_int(dt));
+	t->data = b;
+	return new_const(m, g, t, like, suffix);
 }
 
 int match_const(const Module *m, ValueId v, double x)

@@ -497,20 +497,15 @@ static void recount(Gqa *q, Node *n, int delta)
 	node_each_use(n, count_one, q);
 }
 
-/* A new node op(args) before `at`, one result named after `like` +
- * suffix (untyped: inference types it after the pass), with the
- * provenance of `from`. */
-static ValueId emit(Gqa *q, Node *at, const Node *from, OpId op, const Arg *args, uint32_t nargs,
-		    const Named *kw, uint32_t nkw, ValueId like, const char *suffix)
+/* n, made with one result, stands before `at` with the provenance of
+ * `from`; its result is a new value named after `like` + suffix, of type
+ * t (NULL: inference types it after the pass). */
+static ValueId place(Gqa *q, Node *n, Node *at, const Node *from, ValueId like, const char *suffix, Type *t)
 {
 	Module *m = q->f->m;
-	Node *n = node_new_op(m, op, 1, nargs, nkw);
-	memcpy(n->args, args, nargs * sizeof *args);
-	if (nkw)
-		memcpy(n->kw, kw, nkw * sizeof *kw);
 	char buf[300];
 	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
-	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), NULL, VK_NODE);
+	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), t, VK_NODE);
 	val(m, n->res[0])->def = n;
 	val(m, n->res[0])->res = 0;
 	n->prov = from->prov;
@@ -518,6 +513,19 @@ static ValueId emit(Gqa *q, Node *at, const Node *from, OpId op, const Arg *args
 	node_insert_before(q->g, at, n);
 	recount(q, n, 1);
 	return n->res[0];
+}
+
+/* A new node op(args) before `at`, one result named after `like` +
+ * suffix (untyped: inference types it after the pass), with the
+ * provenance of `from`. */
+static ValueId emit(Gqa *q, Node *at, const Node *from, OpId op, const Arg *args, uint32_t nargs,
+		    const Named *kw, uint32_t nkw, ValueId like, const char *suffix)
+{
+	Node *n = node_new_op(q->f->m, op, 1, nargs, nkw);
+	memcpy(n->args, args, nargs * sizeof *args);
+	if (nkw)
+		memcpy(n->kw, kw, nkw * sizeof *kw);
+	return place(q, n, at, from, like, suffix, NULL);
 }
 
 static ValueId emit1(Gqa *q, Node *at, const Node *from, OpId op, ValueId x, ValueId y, const char *suffix)
@@ -540,25 +548,6 @@ static ValueId cast(Gqa *q, Node *at, const Node *from, ValueId x, DType to)
 	return emit(q, at, from, OP_ONNX_Cast, args, 1, kw, 1, x, "i32");
 }
 
-/* A 0-d constant of g: f32 x or i64 i, named after `like` + suffix. */
-static ValueId scalar(Gqa *q, DType dt, double x, int64_t i, ValueId like, const char *suffix)
-{
-	Module *m = q->f->m;
-	Tensor *t = ARENA_NEW(&m->arena, Tensor);
-	t->type = type_tensor(&m->arena, dt, 0, NULL);
-	t->nbytes = tensor_nbytes(dt, 1);
-	uint8_t *b = arena_alloc(&m->arena, 8);
-	tensor_put(dt, b, 0, x, i, dt != DT_F32);
-	t->data = b;
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
-	ValueId c = value_new(m, value_fresh_name(m, sym_cstr(buf)), t->type, VK_CONST);
-	val(m, c)->init = t;
-	val(m, c)->loc = val(m, like)->loc;
-	VEC_PUSH(&m->arena, q->g->inits, c);
-	return c;
-}
-
 /* The nodes the attentions of mask b share, made once after b. */
 static const Shared *shared(Gqa *q, const Match *x)
 {
@@ -571,7 +560,7 @@ static const Shared *shared(Gqa *q, const Match *x)
 	Node *w = def_of(m, x->b), *at = w->next;
 	Shared *sh = &q->masks[q->nmasks++];
 	sh->b = x->b;
-	ValueId low = scalar(q, DT_F32, -3.4028234663852886e38, 0, x->b, "lowest");
+	ValueId low = const_0d(m, q->g, DT_F32, -3.4028234663852886e38, 0, x->b, "lowest");
 	Arg wa[3] = { w->args[0], fuse_value_arg(x->zero), fuse_value_arg(low) };
 	sh->bias = emit(q, at, w, OP_ONNX_Where, wa, 3, NULL, 0, x->b, "finite");
 	/* T from the mask's last dim, B from the past cache's first */
@@ -630,8 +619,8 @@ static const Rotary *rotary_tables(Gqa *q, const Node *from, const Match *x)
 	Arg pa[1] = { fuse_value_arg(bs) };
 	Named pk[1] = { fuse_int_kw("keepdims", 0) };
 	ValueId n = emit(q, at, from, OP_ONNX_ReduceProd, pa, 1, pk, 1, x->cos, "tokens");
-	Arg ra[3] = { fuse_value_arg(scalar(q, DT_I64, 0, 0, x->cos, "first")), fuse_value_arg(n),
-		      fuse_value_arg(scalar(q, DT_I64, 0, 1, x->cos, "step")) };
+	Arg ra[3] = { fuse_value_arg(const_0d(m, q->g, DT_I64, 0, 0, x->cos, "first")), fuse_value_arg(n),
+		      fuse_value_arg(const_0d(m, q->g, DT_I64, 0, 1, x->cos, "step")) };
 	ValueId each = emit(q, at, from, OP_ONNX_Range, ra, 3, NULL, 0, x->cos, "token");
 	r->pos = emit1(q, at, from, OP_ONNX_Reshape, each, bs, "positions");
 	return r;
@@ -646,16 +635,7 @@ static ValueId rotate(Gqa *q, Node *at, const Node *from, const Rotary *r, Value
 	for (uint32_t i = 0; i < 4; i++)
 		n->args[i] = fuse_value_arg(ins[i]);
 	n->kw[0] = fuse_int_kw("num_heads", h);
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_rotary", sym_str(val(m, x)->name));
-	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), val(m, x)->type, VK_NODE);
-	val(m, n->res[0])->def = n;
-	val(m, n->res[0])->res = 0;
-	n->prov = from->prov;
-	n->loc = from->loc;
-	node_insert_before(q->g, at, n);
-	recount(q, n, 1);
-	return n->res[0];
+	return place(q, n, at, from, x, "rotary", val(m, x)->type);
 }
 
 /* dead [B, 1, S, 1] as [B, S, 1], made once. */
