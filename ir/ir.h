@@ -671,6 +671,8 @@ ValueId operand(const Node *n, uint32_t i);     /* VNONE unless a value */
 const Tensor *const_tensor(const Module *m, ValueId v);
 /* v is a constant whose every element equals x (numerically). */
 int match_const(const Module *m, ValueId v, double x);
+/* v = Range(0, n, 1) (start and delta constants, n anything): that node. */
+Node *match_arange(const Module *m, ValueId v);
 /* A new `const` i64[n] of g holding v, named `<like>_<suffix>`, at like's
  * location: the shape and axes operands rewrites build. */
 ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix);

@@ -205,6 +205,12 @@ int match_const(const Module *m, ValueId v, double x)
 	return 1;
 }
 
+Node *match_arange(const Module *m, ValueId v)
+{
+	Node *r = match_op(m, v, OP_ONNX_Range);
+	return r && match_const(m, operand(r, 0), 0) && match_const(m, operand(r, 2), 1) ? r : NULL;
+}
+
 /* ---- provenance of computed constants ------------------------------------ */
 typedef struct NameList { char *s; size_t len, cap; uint32_t n; int full; } NameList;
 

@@ -1,9 +1,18 @@
 /* fuse_ort_gqa.c - -target=ort (the pass fuse_ort, before its walk):
- * attention over a key/value cache becomes ONNX Runtime's
- * GroupQueryAttention (com.microsoft, version 1): one kernel appends the
- * step's keys and values to the cache and attends over it, where there
- * were two Concats, a transposed key, two MatMuls, the scale, the mask's
- * Tile and Add, a Softmax and the head reshapes.
+ * attention over a key/value cache in ONNX Runtime's forms (com.microsoft,
+ * version 1).  By default (-ort-attention=matmul) the attention stays, and
+ * a rotary embedding of its q and k (rotary() below) becomes
+ * RotaryEmbedding, one node where transformers' form is seven:
+ *
+ *   y = rot(x0), x0 [B, H, S, D]
+ *     -> y = Transpose(Reshape(RotaryEmbedding(bsh(x0), positions,
+ *                                               cos_cache, sin_cache)))
+ *
+ * With -ort-attention=gqa the attention becomes GroupQueryAttention: one
+ * kernel appends the step's keys and values to the cache and attends over
+ * it, where there were two Concats, a transposed key, two MatMuls, the
+ * scale, the mask's Tile and Add, a Softmax and the head reshapes (ONNX
+ * Runtime 1.30's CPU kernel is the slower one: docs/passes.md):
  *
  *   K = Concat(pk, k, axis = -2)               present key    [B, Hkv, T, D]
  *   V = Concat(pv, v, axis = -2)               present value  (T = P + S)
@@ -52,9 +61,14 @@
  * ONNX Runtime's kernel takes S > 1 after a non-empty past only at batch
  * 1 (docs/passes.md).
  *
+ * Either form fires only on an attention that matches as a whole
+ * (match()): the rotations are rewritten where the kernel could take them.
+ *
  * The nodes the masks share (b', seqlens_k, T) are made once a mask,
- * after it; a layer's nodes stand before its attention's last MatMul and
- * carry the provenance of the attention's last node.  The Concats and
+ * after it, and the rotary tables once a pair of tables, before their
+ * first read; a layer's nodes stand before its attention's last MatMul
+ * (a rotation's where its Add stood) and carry the provenance of the
+ * attention's last node (of that Add).  The Concats and
  * the pattern's nodes are removed here (GroupQueryAttention defines K and
  * V now); dce takes the rest.  Linear: a few producer links a Softmax,
  * and a short scan of the masks seen (a model has one or two). */
@@ -182,13 +196,6 @@ static ValueId along(const Module *m, ValueId x, int32_t at, Dim len)
 	return VNONE;
 }
 
-/* v = Range(0, n, 1). */
-static int range0(const Module *m, ValueId v)
-{
-	Node *r = match_op(m, v, OP_ONNX_Range);
-	return r && match_const(m, operand(r, 0), 0) && match_const(m, operand(r, 2), 1);
-}
-
 /* p is the past length of the cache pk: dim 2 of a rank-4 graph input
  * whose dim 2 is pk's (Gather(Shape(x), 2 or -2)). */
 static int past_len(const Module *m, ValueId p, ValueId pk)
@@ -209,14 +216,14 @@ static int query_index(const Module *m, ValueId i, ValueId pk)
 {
 	Node *add = match_op(m, i, OP_ONNX_Add);
 	if (!add)
-		return range0(m, i);
+		return match_arange(m, i) != NULL;
 	ValueId x = operand(add, 0), y = operand(add, 1);
-	if (!range0(m, x)) {
+	if (!match_arange(m, x)) {
 		ValueId t = x;
 		x = y;
 		y = t;
 	}
-	return range0(m, x) && (match_const(m, y, 0) || past_len(m, y, pk));
+	return match_arange(m, x) && (match_const(m, y, 0) || past_len(m, y, pk));
 }
 
 /* The bool mask mk is an And of terms one of which is LessOrEqual(j, i)
@@ -242,7 +249,7 @@ static int within_causal(const Module *m, ValueId mk, ValueId pk, Dim s, Dim t)
 		if (jk == 2)
 			continue;
 		ValueId j = along(m, operand(d, jk), -1, t), i = along(m, operand(d, 1 - jk), -2, s);
-		if (j && i && range0(m, j) && query_index(m, i, pk))
+		if (j && i && match_arange(m, j) && query_index(m, i, pk))
 			return 1;
 	}
 	return 0;
@@ -593,12 +600,13 @@ static ValueId half_table(Gqa *q, Node *at, const Node *from, ValueId t, OpId op
 /* The tables of the rotary embedding of x (cos, sin [B, S, D]) as
  * RotaryEmbedding reads them, made once: a row a token, cos_cache and
  * sin_cache [B * S, D/2] (the first halves, op(f) of op(Concat(f, f)):
- * the second ones are equal),
- * and position_ids [B, S] = 0 .. B*S-1 reading them in order, so each
- * token is turned by its own angles whatever positions gave them. */
-static const Rotary *rotary_tables(Gqa *q, const Node *from, const Match *x)
+ * the second ones are equal), and position_ids [B, S] = 0 .. B*S-1
+ * reading them in order, so each token is turned by its own angles
+ * whatever positions gave them.  The nodes carry the tables' provenance. */
+static const Rotary *rotary_tables(Gqa *q, const Match *x)
 {
 	Module *m = q->f->m;
+	const Node *from = def_of(m, x->cos) ? def_of(m, x->cos) : x->end;
 	for (uint32_t i = 0; i < q->nrots; i++)
 		if (q->rots[i].cos == x->cos && q->rots[i].sin == x->sin)
 			return &q->rots[i];
@@ -695,20 +703,39 @@ static Node *flat_reader(Gqa *q, const Match *x, ValueId y)
 	       dim_is(tr->dims[2], x->hq * x->d) ? r : NULL;
 }
 
-/* y = rot(x0) [B, H, S, D] computed as Transpose(Reshape(RotaryEmbedding(bsh(x0)))), the
+/* x [B, S, H * D] as [B, H, S, D] (bsh's inverse): Transpose(Reshape(x,
+ * [0, 0, H, D]), [0, 2, 1, 3]); its node. */
+static Node *bhsd(Gqa *q, Node *at, const Node *from, ValueId x, int64_t h, int64_t d)
+{
+	int64_t split[4] = { 0, 0, h, d };
+	ValueId r = emit1(q, at, from, OP_ONNX_Reshape, x, const_i64s(q->f->m, q->g, split, 4, x, "heads"), "heads");
+	return def_of(q->f->m, swap_heads(q, at, from, r, "bhsd"));
+}
+
+/* Node d defines `want` (made elsewhere) in place of its own fresh result. */
+static void take_over(Module *m, Node *d, ValueId want)
+{
+	val(m, d->res[0])->def = NULL;
+	d->res[0] = want;
+	val(m, want)->def = d;
+	val(m, want)->res = 0;
+}
+
+/* The [B, S, H * D] input of a kernel for x [B, H, S, D]: x0 (x before
+ * its rotation) turned by RotaryEmbedding when r is given, else x itself. */
+static ValueId flat_input(Gqa *q, Node *at, const Node *from, const Rotary *r, ValueId x, ValueId x0, int64_t h,
+			  int64_t d)
+{
+	return r ? rotate(q, at, from, r, bsh(q, at, from, x0, h, d), h) : bsh(q, at, from, x, h, d);
+}
+
+/* y = rot(x0) [B, H, S, D] computed as bhsd(RotaryEmbedding(bsh(x0))), the
  * new nodes standing where y's Add stood. */
 static void rotate_back(Gqa *q, const Match *x, const Rotary *r, ValueId y, ValueId x0, int64_t h)
 {
 	Module *m = q->f->m;
 	Node *add = def_of(m, y);
-	ValueId t = rotate(q, add, add, r, bsh(q, add, add, x0, h, x->d), h);
-	int64_t split[4] = { 0, 0, h, x->d };
-	ValueId rs = emit1(q, add, add, OP_ONNX_Reshape, t, const_i64s(m, q->g, split, 4, t, "heads"), "heads");
-	Node *d = def_of(m, swap_heads(q, add, add, rs, "bhsd"));
-	val(m, d->res[0])->def = NULL;
-	d->res[0] = y;
-	val(m, y)->def = d;
-	val(m, y)->res = 0;
+	take_over(m, bhsd(q, add, add, flat_input(q, add, add, r, y, x0, h, x->d), h, x->d), y);
 	recount(q, add, -1);
 	node_remove(q->g, add);
 }
@@ -722,12 +749,9 @@ static Node *rewrite(Gqa *q, Match *x)
 	if (!sh)
 		return NULL;
 	Node *from = x->end, *at = x->a;
-	Node *cd = x->q0 ? def_of(m, x->cos) : NULL;
-	const Rotary *rot = x->q0 ? rotary_tables(q, cd ? cd : from, x) : NULL;
-	ValueId qin = rot ? rotate(q, at, from, rot, bsh(q, at, from, x->q0, x->hq, x->d), x->hq) :
-			    bsh(q, at, from, x->q, x->hq, x->d);
-	ValueId kin = rot ? rotate(q, at, from, rot, bsh(q, at, from, x->k0, x->hkv, x->d), x->hkv) :
-			    bsh(q, at, from, x->k, x->hkv, x->d);
+	const Rotary *rot = x->q0 ? rotary_tables(q, x) : NULL;
+	ValueId qin = flat_input(q, at, from, rot, x->q, x->q0, x->hq, x->d);
+	ValueId kin = flat_input(q, at, from, rot, x->k, x->k0, x->hkv, x->d);
 	ValueId vin = bsh(q, at, from, x->v, x->hkv, x->d);
 
 	Node *n = node_new(m, q->ms, sym_cstr("GroupQueryAttention"), 3, 11, 3);
@@ -769,19 +793,8 @@ static Node *rewrite(Gqa *q, Match *x)
 		out = emit(q, last, from, OP_ONNX_Where, wa, 3, NULL, 0, o, "rows");
 	}
 	ValueId want = flat ? flat->res[0] : y;
-	if (out != want) {
-		Node *d = def_of(m, out);
-		if (!flat) {
-			int64_t split[4] = { 0, 0, x->hq, x->d };
-			ValueId r = emit1(q, last, from, OP_ONNX_Reshape, out, const_i64s(m, q->g, split, 4, out, "heads"),
-					  "heads");
-			d = def_of(m, swap_heads(q, last, from, r, "bhsd"));
-		}
-		val(m, d->res[0])->def = NULL;  /* its fresh value is dropped: d defines `want` */
-		d->res[0] = want;
-		val(m, want)->def = d;
-		val(m, want)->res = 0;
-	}
+	if (out != want)
+		take_over(m, flat ? def_of(m, out) : bhsd(q, last, from, out, x->hq, x->d), want);
 	/* the pattern's own nodes, each read only by the next */
 	Node *gone[] = { flat ? def_of(m, operand(flat, 0)) : NULL, flat, x->rows, x->ya, x->a, x->soft, x->sm,
 			 x->ss, x->s, x->kt, x->qg };
@@ -806,11 +819,7 @@ static void note_reader(ValueId v, void *ctx)
  * RotaryEmbedding. */
 static void rotate_only(Gqa *q, const Match *x)
 {
-	Module *m = q->f->m;
-	if (!x->q0)
-		return;
-	Node *cd = def_of(m, x->cos);
-	const Rotary *rot = rotary_tables(q, cd ? cd : x->end, x);
+	const Rotary *rot = x->q0 ? rotary_tables(q, x) : NULL;
 	if (!rot)
 		return;
 	rotate_back(q, x, rot, x->q, x->q0, x->hq);

@@ -399,6 +399,23 @@ static void set_op(Simplify *s, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
 
 static Arg value_arg(ValueId v) { return (Arg){ .kind = A_VALUE, .u.v = v }; }
 
+/* A new op(args[0..nargs)) before n, with n's provenance: its one result,
+ * named after `like`, of type t (NULL: inference types it after the
+ * pass). */
+static ValueId node_before(Simplify *s, Node *n, OpId op, const ValueId *args, uint32_t nargs, ValueId like,
+			   Type *t)
+{
+	Node *d = node_new_op(s->m, op, 1, nargs, 0);
+	d->prov = n->prov;
+	d->loc = n->loc;
+	for (uint32_t i = 0; i < nargs; i++)
+		d->args[i] = value_arg(args[i]);
+	d->res[0] = value_new(s->m, value_fresh_name(s->m, val(s->m, like)->name), t, VK_NODE);
+	val(s->m, d->res[0])->def = d;
+	node_insert_before(n->graph, n, d);
+	return d->res[0];
+}
+
 /* Unsqueeze(x, [a]) before n (a may count from the end of the result); its
  * result, or VNONE when x has no known rank. */
 static ValueId unsqueeze_before(Simplify *s, Node *n, ValueId x, ValueId axes, int64_t a)
@@ -412,17 +429,8 @@ static ValueId unsqueeze_before(Simplify *s, Node *n, ValueId x, ValueId axes, i
 	Dim *d = ARENA_ARRAY(ar, Dim, r + 1);
 	for (int32_t i = 0, j = 0; i <= r; i++)
 		d[i] = i == p ? (Dim){ 1, 0 } : tx->dims[j++];
-	Node *u = node_new_op(s->m, OP_ONNX_Unsqueeze, 1, 2, 0);
-	u->prov = n->prov;
-	u->loc = n->loc;
-	ValueId v = value_new(s->m, value_fresh_name(s->m, val(s->m, x)->name),
-			      type_tensor(ar, (DType)tx->dtype, r + 1, d), VK_NODE);
-	val(s->m, v)->def = u;
-	u->res[0] = v;
-	u->args[0] = value_arg(x);
-	u->args[1] = value_arg(axes);
-	node_insert_before(n->graph, n, u);
-	return v;
+	ValueId args[2] = { x, axes };
+	return node_before(s, n, OP_ONNX_Unsqueeze, args, 2, x, type_tensor(ar, (DType)tx->dtype, r + 1, d));
 }
 
 /* Concat's operands of size 0 along its axis add nothing: they go, and
@@ -629,8 +637,7 @@ static int32_t arange_axis(const Simplify *s, ValueId u, Dim len, const Node **r
 			const Type *tr = tensor_type(s, u);
 			*range = d;
 			return tr && tr->rank == 1 && tr->dtype == DT_I64 && dim_same(tr->dims[0], len) &&
-			       match_const(s->m, operand(d, 0), 0) &&
-			       match_const(s->m, operand(d, 2), 1) && operand(d, 1) ? axis : -1;
+			       match_arange(s->m, u) && operand(d, 1) ? axis : -1;
 		}
 		if ((d->op != OP_ONNX_Unsqueeze && d->op != OP_ONNX_Reshape) || !operand(d, 0))
 			return -1;
@@ -644,26 +651,11 @@ static int32_t arange_axis(const Simplify *s, ValueId u, Dim len, const Node **r
 static ValueId take_first(Simplify *s, Node *at, ValueId x, ValueId n, int64_t axis)
 {
 	static const int64_t one = 1, zero = 0;
-	ValueId v[5] = { x, const_i64s(s->m, at->graph, &zero, 1, x, "start"), VNONE,
-			 const_i64s(s->m, at->graph, &axis, 1, x, "axis") };
-	const OpId ops[2] = { OP_ONNX_Reshape, OP_ONNX_Slice };
-	for (int k = 0; k < 2; k++) {
-		Node *d = node_new_op(s->m, ops[k], 1, k ? 4 : 2, 0);
-		d->prov = at->prov;
-		d->loc = at->loc;
-		if (k) {
-			for (int i = 0; i < 4; i++)
-				d->args[i] = value_arg(v[i]);
-		} else {
-			d->args[0] = value_arg(n);
-			d->args[1] = value_arg(const_i64s(s->m, at->graph, &one, 1, x, "one"));
-		}
-		d->res[0] = value_new(s->m, value_fresh_name(s->m, val(s->m, x)->name), NULL, VK_NODE);
-		val(s->m, d->res[0])->def = d;
-		node_insert_before(at->graph, at, d);
-		v[2] = d->res[0];
-	}
-	return v[2];
+	ValueId slice[4] = { x, const_i64s(s->m, at->graph, &zero, 1, x, "start"), VNONE,
+			     const_i64s(s->m, at->graph, &axis, 1, x, "axis") };
+	ValueId shape[2] = { n, const_i64s(s->m, at->graph, &one, 1, x, "one") };
+	slice[2] = node_before(s, at, OP_ONNX_Reshape, shape, 2, x, NULL);
+	return node_before(s, at, OP_ONNX_Slice, slice, 4, x, NULL);
 }
 
 /* GatherND(x, idx), x rank 2, idx = Concat(Unsqueeze(Expand(u0, s), [-1]),
