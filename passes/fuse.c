@@ -97,11 +97,17 @@ static int gemm_bias_ok(const Type *c, Dim m, int64_t n)
 	return (cn == n || cn == 1) && (cm == 1 || (!m.sym && cm == m.v));
 }
 
-static int perm_is_swap(const Node *t)
+static const int64_t swap01[2] = { 1, 0 };
+
+int fuse_perm_is(const Node *t, const int64_t *p, int32_t rank)
 {
-	const Named *p = node_kw(t, S_perm);
-	return p && p->val.kind == A_LIST && p->val.n == 2 && p->val.u.list[0].kind == A_INT &&
-	       p->val.u.list[0].u.i == 1 && p->val.u.list[1].u.i == 0;
+	const Named *k = node_kw(t, S_perm);
+	if (!k || k->val.kind != A_LIST || k->val.n != (uint32_t)rank)
+		return 0;
+	for (int32_t i = 0; i < rank; i++)
+		if (k->val.u.list[i].kind != A_INT || k->val.u.list[i].u.i != p[i])
+			return 0;
+	return 1;
 }
 
 void fuse_set_op(Fuse *f, Node *n, OpId op, uint32_t nargs, uint32_t nkw)
@@ -132,7 +138,7 @@ static void fuse_gemm(Fuse *f, Node *add)
 			continue;
 		ValueId a = operand(mm, 0), b = operand(mm, 1);
 		Node *tr = match_op(f->m, b, OP_ONNX_Transpose);
-		int trans = tr && perm_is_swap(tr) && fuse_one_use(f, b);
+		int trans = tr && fuse_perm_is(tr, swap01, 2) && fuse_one_use(f, b);
 		ValueId w = trans ? operand(tr, 0) : b;
 		const Type *ta = fuse_ranked_type(f, a), *tw = fuse_static_type(f, w), *tc = fuse_static_type(f, c);
 		if (!ta || !tw || ta->rank != 2 || tw->rank != 2 || !is_float(ta) || !w || !c)

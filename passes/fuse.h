@@ -22,6 +22,8 @@ const Type *fuse_static_type(const Fuse *f, ValueId v);
 /* v's type when it is a tensor of known rank (dims may be symbolic or
  * unknown), else NULL. */
 const Type *fuse_ranked_type(const Fuse *f, ValueId v);
+/* Transpose t's perm is p[0..rank). */
+int fuse_perm_is(const Node *t, const int64_t *p, int32_t rank);
 /* v is read by exactly one node (a value made during the run never is). */
 int fuse_one_use(const Fuse *f, ValueId v);
 /* n becomes op with fresh argument and attribute arrays (filled by the
@@ -92,6 +94,9 @@ void fuse_pad(Fuse *f, Node *n);                   /* fuse_pad.c */
 /* The MatMulNBits products of one activation in top-level graph g become
  * one and a Split (fuse_ort_products.c, run by fuse_ort). */
 void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms);
+/* After it: a joined product's Split whose parts are each split into
+ * heads becomes one head split (fuse_ort_heads.c). */
+void fuse_ort_heads(Module *m, Graph *g);
 /* Attention over a key/value cache in top-level graph g: its rotary
  * embeddings become RotaryEmbedding, and with gqa the attention
  * GroupQueryAttention (fuse_ort_gqa.c, run by fuse_ort before its walk). */

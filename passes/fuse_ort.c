@@ -415,8 +415,10 @@ static Status fuse_ort_graph(const GraphVisit *v, void *ctx)
 			break;
 		}
 	}
-	if (!v->depth)
+	if (!v->depth) {
 		fuse_ort_products(o->f.m, &o->f.weights, v->g, o->ms);
+		fuse_ort_heads(o->f.m, v->g);
+	}
 	return OK;
 }
 

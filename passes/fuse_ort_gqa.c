@@ -5,8 +5,10 @@
  * RotaryEmbedding, one node where transformers' form is seven:
  *
  *   y = rot(x0), x0 [B, H, S, D]
- *     -> y = Transpose(Reshape(RotaryEmbedding(bsh(x0), positions,
- *                                               cos_cache, sin_cache)))
+ *     -> y = RotaryEmbedding(x0, positions, cos_cache, sin_cache)
+ *
+ * (the kernel's 4-D form: x0's head split stays the program's, which
+ * fuse_ort_heads then shares among q, k and v).
  *
  * With -ort-attention=gqa the attention becomes GroupQueryAttention: one
  * kernel appends the step's keys and values to the cache and attends over
@@ -140,17 +142,6 @@ static int ints_are(const Module *m, ValueId v, const int64_t *want, int32_t n)
 		return 0;
 	for (int32_t i = 0; i < n; i++)
 		if (tensor_get_i(DT_I64, t->data, (size_t)i) != want[i])
-			return 0;
-	return 1;
-}
-
-static int perm_is(const Node *n, const int64_t *p, int32_t rank)
-{
-	const Named *k = node_kw(n, S_perm);
-	if (!k || k->val.kind != A_LIST || k->val.n != (uint32_t)rank)
-		return 0;
-	for (int32_t i = 0; i < rank; i++)
-		if (k->val.u.list[i].kind != A_INT || k->val.u.list[i].u.i != p[i])
 			return 0;
 	return 1;
 }
@@ -406,7 +397,7 @@ static int match(Gqa *q, Node *n, Match *x)
 	Node *s = match_op(m, sv, OP_ONNX_MatMul);
 	Node *kt = s ? match_operand(m, s, 1, OP_ONNX_Transpose) : NULL;
 	static const int64_t swap23[4] = { 0, 1, 3, 2 };
-	if (!kt || !perm_is(kt, swap23, 4) || !fuse_one_use(f, kt->res[0]) ||
+	if (!kt || !fuse_perm_is(kt, swap23, 4) || !fuse_one_use(f, kt->res[0]) ||
 	    !(x->kcat = cache_concat(m, operand(kt, 0), &x->pk, &x->k)))
 		return 0;
 	x->s = s;
@@ -634,15 +625,18 @@ static const Rotary *rotary_tables(Gqa *q, const Match *x)
 	return r;
 }
 
-/* RotaryEmbedding(x [B, S, H * D], ...) (com.microsoft), before at. */
+/* RotaryEmbedding(x, ...) (com.microsoft), before at: x [B, S, H * D]
+ * (num_heads = h) or [B, H, S, D]. */
 static ValueId rotate(Gqa *q, Node *at, const Node *from, const Rotary *r, ValueId x, int64_t h)
 {
 	Module *m = q->f->m;
-	Node *n = node_new(m, q->ms, sym_cstr("RotaryEmbedding"), 1, 4, 1);
+	int flat = val(m, x)->type->rank == 3;
+	Node *n = node_new(m, q->ms, sym_cstr("RotaryEmbedding"), 1, 4, flat ? 1 : 0);
 	ValueId ins[4] = { x, r->pos, r->cos_cache, r->sin_cache };
 	for (uint32_t i = 0; i < 4; i++)
 		n->args[i] = fuse_value_arg(ins[i]);
-	n->kw[0] = fuse_int_kw("num_heads", h);
+	if (flat)
+		n->kw[0] = fuse_int_kw("num_heads", h);
 	return place(q, n, at, from, x, "rotary", val(m, x)->type);
 }
 
@@ -674,7 +668,7 @@ static ValueId bsh(Gqa *q, Node *at, const Node *from, ValueId x, int64_t h, int
 {
 	Module *m = q->f->m;
 	Node *t = match_op(m, x, OP_ONNX_Transpose);
-	ValueId src = t && perm_is(t, swap12, 4) ? operand(t, 0) : VNONE;
+	ValueId src = t && fuse_perm_is(t, swap12, 4) ? operand(t, 0) : VNONE;
 	if (!src)
 		src = swap_heads(q, at, from, x, "bsnh");
 	/* the split heads of a [B, S, H * D] value: that value */
@@ -693,7 +687,7 @@ static Node *flat_reader(Gqa *q, const Match *x, ValueId y)
 {
 	Fuse *f = q->f;
 	Node *t = sole_reader(q, y, OP_ONNX_Transpose);
-	if (!t || !perm_is(t, swap12, 4))
+	if (!t || !fuse_perm_is(t, swap12, 4))
 		return NULL;
 	Node *r = sole_reader(q, t->res[0], OP_ONNX_Reshape);
 	if (!r || operand(r, 0) != t->res[0])
@@ -729,13 +723,14 @@ static ValueId flat_input(Gqa *q, Node *at, const Node *from, const Rotary *r, V
 	return r ? rotate(q, at, from, r, bsh(q, at, from, x0, h, d), h) : bsh(q, at, from, x, h, d);
 }
 
-/* y = rot(x0) [B, H, S, D] computed as bhsd(RotaryEmbedding(bsh(x0))), the
- * new nodes standing where y's Add stood. */
-static void rotate_back(Gqa *q, const Match *x, const Rotary *r, ValueId y, ValueId x0, int64_t h)
+/* y = rot(x0) [B, H, S, D] computed as RotaryEmbedding(x0) (its 4-D
+ * form), standing where y's Add stood: the heads x0 was split into stay
+ * as the program made them, for fuse_ort_heads to share. */
+static void rotate_back(Gqa *q, const Rotary *r, ValueId y, ValueId x0, int64_t h)
 {
 	Module *m = q->f->m;
 	Node *add = def_of(m, y);
-	take_over(m, bhsd(q, add, add, flat_input(q, add, add, r, y, x0, h, x->d), h, x->d), y);
+	take_over(m, def_of(m, rotate(q, add, add, r, x0, h)), y);
 	recount(q, add, -1);
 	node_remove(q->g, add);
 }
@@ -822,8 +817,8 @@ static void rotate_only(Gqa *q, const Match *x)
 	const Rotary *rot = x->q0 ? rotary_tables(q, x) : NULL;
 	if (!rot)
 		return;
-	rotate_back(q, x, rot, x->q, x->q0, x->hq);
-	rotate_back(q, x, rot, x->k, x->k0, x->hkv);
+	rotate_back(q, rot, x->q, x->q0, x->hq);
+	rotate_back(q, rot, x->k, x->k0, x->hkv);
 	q->f->edits++;
 	rewrite_count("fuse_ort", "RotaryEmbedding");
 }
