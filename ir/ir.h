@@ -678,6 +678,11 @@ Node *match_arange(const Module *m, ValueId v);
 ValueId const_i64s(Module *m, Graph *g, const int64_t *v, int32_t n, ValueId like, const char *suffix);
 /* The same for a 0-d constant of dtype dt: x, or i for an integer dt. */
 ValueId const_0d(Module *m, Graph *g, DType dt, double x, int64_t i, ValueId like, const char *suffix);
+/* A new `const` holding constant c's elements (shared, not copied) as
+ * static dims[0..rank), named as const_i64s names; VNONE when c is not a
+ * constant of that many elements. */
+ValueId const_reshaped(Module *m, Graph *g, ValueId c, const int64_t *dims, int32_t rank, ValueId like,
+		       const char *suffix);
 /* base's provenance (may be NULL) plus what a constant a pass computed
  * was made from: `pkg.onnxc.folded_op` naming op (unless NULL) and
  * `pkg.onnxc.folded_from` naming the constants among src[0..n)

@@ -192,6 +192,28 @@ ValueId const_0d(Module *m, Graph *g, DType dt, double x, int64_t i, ValueId lik
 	return new_const(m, g, t, like, suffix);
 }
 
+ValueId const_reshaped(Module *m, Graph *g, ValueId c, const int64_t *dims, int32_t rank, ValueId like,
+		       const char *suffix)
+{
+	const Tensor *src = const_tensor(m, c);
+	if (!src || !src->type || !src->data)
+		return VNONE;
+	Arena *a = &m->arena;
+	Dim *d = ARENA_ARRAY(a, Dim, rank ? rank : 1);
+	int64_t n = 1;
+	for (int32_t i = 0; i < rank; i++) {
+		d[i] = (Dim){ dims[i], 0 };
+		n *= dims[i];
+	}
+	if (n != type_numel(src->type))
+		return VNONE;
+	Tensor *t = ARENA_NEW(a, Tensor);
+	*t = *src;
+	t->type = type_tensor(a, (DType)src->type->dtype, rank, d);
+	t->name = 0;
+	return new_const(m, g, t, like, suffix);
+}
+
 int match_const(const Module *m, ValueId v, double x)
 {
 	const Tensor *t = const_tensor(m, v);

@@ -572,27 +572,82 @@ static const Shared *shared(Gqa *q, const Match *x)
 	return sh;
 }
 
-/* The first half along D of the table t = op(Concat(f, f)) [times c]
- * (halves_equal): op(f) [times c], made before at. */
-static ValueId half_table(Gqa *q, Node *at, const Node *from, ValueId t, OpId op)
+/* The angles f of a table t = op(Concat(f, f)) [times c] (halves_equal). */
+static ValueId angles(const Fuse *f, ValueId t, OpId op)
+{
+	Node *mul = match_op(f->m, t, OP_ONNX_Mul);
+	double k;
+	ValueId c = mul ? scaled(f, mul, &k) : t;
+	return operand(match_operand(f->m, match_op(f->m, c, op), 0, OP_ONNX_Concat), 0);
+}
+
+/* The first half along D of the table t = op(Concat(f, f)) [times c]:
+ * op(a) [times c], a being f or the same angles as rows, made before at. */
+static ValueId half_table(Gqa *q, Node *at, const Node *from, ValueId t, OpId op, ValueId a)
 {
 	Module *m = q->f->m;
 	Node *mul = match_op(m, t, OP_ONNX_Mul);
 	double k;
 	ValueId c = mul ? scaled(q->f, mul, &k) : t;
-	Node *cat = match_operand(m, match_op(m, c, op), 0, OP_ONNX_Concat);
-	ValueId h = emit1(q, at, from, op, operand(cat, 0), VNONE, op == OP_ONNX_Cos ? "cos" : "sin");
+	ValueId h = emit1(q, at, from, op, a, VNONE, op == OP_ONNX_Cos ? "cos" : "sin");
 	if (!mul)
 		return h;
 	ValueId s = operand(mul, 0) == c ? operand(mul, 1) : operand(mul, 0);
 	return emit1(q, at, from, OP_ONNX_Mul, h, s, "scaled");
 }
 
+/* transformers' angles, f [B, S, K] = Transpose(MatMul(E, X), [0, 2, 1])
+ * with E = c or Expand(c, shape), c a constant [1, K, 1] (or [K, 1]), and
+ * X = [Cast(]Unsqueeze(p, [1])[)] [B, 1, S] of the MatMul's batch, p [B,
+ * S]: (inv_freq[None, :, None].expand(B, -1, 1) @ p[:, None, :].float())
+ * .transpose(1, 2).  Each element is one product, c[j] * p[b, s] (K = 1
+ * in the MatMul), so the rows [B * S, K] the caches want are Mul(
+ * [Cast(]Reshape(p, [-1, 1])[)], c as [1, K]): the same products, with no
+ * Expand, MatMul, Transpose nor Reshape of the tables.  Made before f's
+ * Transpose, so before both tables' first reads; *pos = p (its shape is
+ * [B, S]).  VNONE when f is otherwise. */
+static ValueId angle_rows(Gqa *q, ValueId f, ValueId *pos)
+{
+	Module *m = q->f->m;
+	static const int64_t swap12_3[3] = { 0, 2, 1 }, unsq[1] = { 1 };
+	Node *t = match_op(m, f, OP_ONNX_Transpose);
+	Node *mm = t && fuse_perm_is(t, swap12_3, 3) ? match_operand(m, t, 0, OP_ONNX_MatMul) : NULL;
+	if (!mm)
+		return VNONE;
+	Node *ex = match_operand(m, mm, 0, OP_ONNX_Expand);
+	ValueId c = ex ? operand(ex, 0) : operand(mm, 0), x = operand(mm, 1);
+	const Tensor *ct = const_tensor(m, c);
+	const Type *tf = f32_rank(m, f, 3), *tm = f32_rank(m, mm->res[0], 3), *tx = f32_rank(m, x, 3);
+	if (!ct || !ct->data || !ct->type || ct->type->dtype != DT_F32 || ct->type->rank < 2 || !tf || !tm || !tx ||
+	    tf->dims[2].sym)
+		return VNONE;
+	int64_t k = tf->dims[2].v;
+	const Type *tc = ct->type;
+	if (type_numel(tc) != k || !dim_is(tc->dims[tc->rank - 1], 1) || !dim_is(tc->dims[tc->rank - 2], k) ||
+	    !dim_is(tx->dims[1], 1) || !dim_same(tm->dims[0], tx->dims[0]))
+		return VNONE;
+	Node *cast = match_op(m, x, OP_ONNX_Cast);
+	Node *un = match_op(m, cast ? operand(cast, 0) : x, OP_ONNX_Unsqueeze);
+	ValueId p = un && ints_are(m, operand(un, 1), unsq, 1) ? operand(un, 0) : VNONE;
+	const Type *tp = p ? val(m, p)->type : NULL;
+	if (!tp || tp->kind != TY_TENSOR || tp->rank != 2 || (cast && cast->nkw != 1))
+		return VNONE;
+	*pos = p;
+	int64_t col[2] = { -1, 1 }, row[2] = { 1, k };
+	ValueId r = emit1(q, t, t, OP_ONNX_Reshape, p, const_i64s(m, q->g, col, 2, p, "column"), "column");
+	if (cast) {
+		Arg a[1] = { fuse_value_arg(r) };
+		r = emit(q, t, cast, OP_ONNX_Cast, a, 1, cast->kw, 1, p, "angle");
+	}
+	return emit1(q, t, t, OP_ONNX_Mul, r, const_reshaped(m, q->g, c, row, 2, c, "row"), "angles");
+}
+
 /* The tables of the rotary embedding of x (cos, sin [B, S, D]) as
  * RotaryEmbedding reads them, made once: a row a token, cos_cache and
  * sin_cache [B * S, D/2] (the first halves, op(f) of op(Concat(f, f)):
- * the second ones are equal), and position_ids [B, S] = 0 .. B*S-1
- * reading them in order, so each token is turned by its own angles
+ * the second ones are equal; op of angle_rows' rows where f is
+ * transformers' form, else op(f) reshaped), and position_ids [B, S] = 0 ..
+ * B*S-1 reading them in order, so each token is turned by its own angles
  * whatever positions gave them.  The nodes carry the tables' provenance. */
 static const Rotary *rotary_tables(Gqa *q, const Match *x)
 {
@@ -608,13 +663,21 @@ static const Rotary *rotary_tables(Gqa *q, const Match *x)
 	r->sin = x->sin;
 	/* before the reads of the tables by the rotations (both before any) */
 	Node *at = def_of(m, x->un[0]), *at_sin = def_of(m, x->un[1]);
-	int64_t rows[2] = { -1, x->d / 2 };
-	ValueId shp = const_i64s(m, q->g, rows, 2, x->cos, "rows");
-	ValueId cos_half = half_table(q, at, from, x->cos, OP_ONNX_Cos);
-	r->cos_cache = emit1(q, at, from, OP_ONNX_Reshape, cos_half, shp, "cache");
-	r->sin_cache = emit1(q, at_sin, from, OP_ONNX_Reshape, half_table(q, at_sin, from, x->sin, OP_ONNX_Sin), shp,
-			     "cache");
-	ValueId bs = shape_slice(q, at, from, cos_half, 0, 2);
+	ValueId f = angles(q->f, x->cos, OP_ONNX_Cos), fs = angles(q->f, x->sin, OP_ONNX_Sin), p = VNONE;
+	ValueId rows = f == fs ? angle_rows(q, f, &p) : VNONE, bs;
+	if (rows) {
+		r->cos_cache = half_table(q, at, from, x->cos, OP_ONNX_Cos, rows);
+		r->sin_cache = half_table(q, at_sin, from, x->sin, OP_ONNX_Sin, rows);
+		bs = shape_slice(q, at, from, p, 0, 2);
+	} else {
+		int64_t half[2] = { -1, x->d / 2 };
+		ValueId shp = const_i64s(m, q->g, half, 2, x->cos, "rows");
+		ValueId cos_half = half_table(q, at, from, x->cos, OP_ONNX_Cos, f);
+		r->cos_cache = emit1(q, at, from, OP_ONNX_Reshape, cos_half, shp, "cache");
+		r->sin_cache = emit1(q, at_sin, from, OP_ONNX_Reshape, half_table(q, at_sin, from, x->sin, OP_ONNX_Sin, fs),
+				     shp, "cache");
+		bs = shape_slice(q, at, from, cos_half, 0, 2);
+	}
 	Arg pa[1] = { fuse_value_arg(bs) };
 	Named pk[1] = { fuse_int_kw("keepdims", 0) };
 	ValueId n = emit(q, at, from, OP_ONNX_ReduceProd, pa, 1, pk, 1, x->cos, "tokens");
