@@ -693,7 +693,8 @@ static const Rotary *rotary_tables(Gqa *q, const Match *x)
 static ValueId rotate(Gqa *q, Node *at, const Node *from, const Rotary *r, ValueId x, int64_t h)
 {
 	Module *m = q->f->m;
-	int flat = val(m, x)->type->rank == 3;
+	const Type *t = val(m, x)->type;   /* NULL for a bsh() just made */
+	int flat = !t || t->rank == 3;
 	Node *n = node_new(m, q->ms, sym_cstr("RotaryEmbedding"), 1, 4, flat ? 1 : 0);
 	ValueId ins[4] = { x, r->pos, r->cos_cache, r->sin_cache };
 	for (uint32_t i = 0; i < 4; i++)
