@@ -97,6 +97,20 @@ static int gemm_bias_ok(const Type *c, Dim m, int64_t n)
 	return (cn == n || cn == 1) && (cm == 1 || (!m.sym && cm == m.v));
 }
 
+ValueId fuse_place(Module *m, Graph *g, Node *n, Node *at, const Node *from, ValueId like, const char *suffix,
+		   Type *t)
+{
+	char buf[300];
+	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
+	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), t, VK_NODE);
+	val(m, n->res[0])->def = n;
+	val(m, n->res[0])->res = 0;
+	n->prov = from->prov;
+	n->loc = from->loc;
+	node_insert_before(g, at, n);
+	return n->res[0];
+}
+
 static const int64_t swap01[2] = { 1, 0 };
 
 int fuse_perm_is(const Node *t, const int64_t *p, int32_t rank)

@@ -22,6 +22,11 @@ const Type *fuse_static_type(const Fuse *f, ValueId v);
 /* v's type when it is a tensor of known rank (dims may be symbolic or
  * unknown), else NULL. */
 const Type *fuse_ranked_type(const Fuse *f, ValueId v);
+/* n (made with one result) stands before `at` in g with the provenance
+ * of `from`; its result is a new value named after `like` + "_" +
+ * suffix, of type t (NULL: inference types it after the pass). */
+ValueId fuse_place(Module *m, Graph *g, Node *n, Node *at, const Node *from, ValueId like, const char *suffix,
+		   Type *t);
 /* Transpose t's perm is p[0..rank). */
 int fuse_perm_is(const Node *t, const int64_t *p, int32_t rank);
 /* v is read by exactly one node (a value made during the run never is). */

@@ -500,17 +500,9 @@ static void recount(Gqa *q, Node *n, int delta)
  * t (NULL: inference types it after the pass). */
 static ValueId place(Gqa *q, Node *n, Node *at, const Node *from, ValueId like, const char *suffix, Type *t)
 {
-	Module *m = q->f->m;
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
-	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), t, VK_NODE);
-	val(m, n->res[0])->def = n;
-	val(m, n->res[0])->res = 0;
-	n->prov = from->prov;
-	n->loc = from->loc;
-	node_insert_before(q->g, at, n);
+	ValueId r = fuse_place(q->f->m, q->g, n, at, from, like, suffix, t);
 	recount(q, n, 1);
-	return n->res[0];
+	return r;
 }
 
 /* A new node op(args) before `at`, one result named after `like` +

@@ -82,14 +82,7 @@ static Node *make(Heads *h, OpId op, ValueId a, ValueId b, uint32_t nkw, Node *a
 	n->args[0] = fuse_value_arg(a);
 	if (b)
 		n->args[1] = fuse_value_arg(b);
-	char buf[300];
-	snprintf(buf, sizeof buf, "%.250s_%s", sym_str(val(m, like)->name), suffix);
-	n->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), t, VK_NODE);
-	val(m, n->res[0])->def = n;
-	val(m, n->res[0])->res = 0;
-	n->prov = from->prov;
-	n->loc = from->loc;
-	node_insert_before(h->g, at, n);
+	fuse_place(m, h->g, n, at, from, like, suffix, t);
 	return n;
 }
 

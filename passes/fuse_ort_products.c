@@ -338,15 +338,7 @@ static void join_bias(Module *m, RtWeights *w, Graph *g, Node *s, const Readers 
 		Node *na = node_new_op(m, OP_ONNX_Add, 1, 2, 0);
 		na->args[0] = fuse_value_arg(r);
 		na->args[1] = fuse_value_arg(bias);
-		char buf[400];
-		snprintf(buf, sizeof buf, "%.300s_bias", sym_str(val(m, r)->name));
-		na->res[0] = value_new(m, value_fresh_name(m, sym_cstr(buf)), val(m, r)->type, VK_NODE);
-		val(m, na->res[0])->def = na;
-		val(m, na->res[0])->res = 0;
-		na->prov = add[0]->prov;
-		na->loc = add[0]->loc;
-		node_insert_before(g, s, na);
-		s->args[0] = fuse_value_arg(na->res[0]);
+		s->args[0] = fuse_value_arg(fuse_place(m, g, na, s, add[0], r, "bias", val(m, r)->type));
 		for (uint32_t j = 0; j < k; j++) {
 			ValueId y = add[j]->res[0];
 			val(m, s->res[j])->def = NULL;
