@@ -395,8 +395,9 @@ static void join(Module *m, RtWeights *w, Graph *g, Node **mem, uint32_t k, cons
 	for (uint32_t i = 1; i < p->nargs; i++)
 		if (cat[i])
 			args[i] = fuse_value_arg(cat[i]);
-	Named *kw = ARENA_ARRAY(&m->arena, Named, p->nkw);
-	memcpy(kw, p->kw, p->nkw * sizeof *kw);
+	Named *kw = ARENA_ARRAY(&m->arena, Named, p->nkw ? p->nkw : 1);
+	if (p->nkw)                 /* a MatMul has no attributes (kw NULL) */
+		memcpy(kw, p->kw, p->nkw * sizeof *kw);
 	for (uint32_t i = 0; i < p->nkw; i++)
 		if (kw[i].name == sym_cstr("N"))
 			kw[i].val = (Arg){ .kind = A_INT, .u.i = total };
