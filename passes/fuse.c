@@ -111,6 +111,29 @@ ValueId fuse_place(Module *m, Graph *g, Node *n, Node *at, const Node *from, Val
 	return n->res[0];
 }
 
+typedef struct Noted {
+	Node **reader;
+	uint32_t n;
+	Node *cur;
+} Noted;
+
+static void note_reader(ValueId v, void *ctx)
+{
+	Noted *r = ctx;
+	if (v < r->n && !r->reader[v])
+		r->reader[v] = r->cur;
+}
+
+Node **fuse_readers(Module *m, const Graph *g)
+{
+	Noted r = { xcalloc(m->vals.n ? m->vals.n : 1, sizeof(Node *)), m->vals.n, NULL };
+	for (Node *n = g->first; n; n = n->next) {
+		r.cur = n;
+		node_each_use(n, note_reader, &r);
+	}
+	return r.reader;
+}
+
 static const int64_t swap01[2] = { 1, 0 };
 
 int fuse_perm_is(const Node *t, const int64_t *p, int32_t rank)

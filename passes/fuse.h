@@ -27,6 +27,9 @@ const Type *fuse_ranked_type(const Fuse *f, ValueId v);
  * suffix, of type t (NULL: inference types it after the pass). */
 ValueId fuse_place(Module *m, Graph *g, Node *n, Node *at, const Node *from, ValueId like, const char *suffix,
 		   Type *t);
+/* By ValueId (below m->vals.n at the call): the first node of g reading
+ * it (as node_each_use sees its reads), else NULL.  calloc'd. */
+Node **fuse_readers(Module *m, const Graph *g);
 /* Transpose t's perm is p[0..rank). */
 int fuse_perm_is(const Node *t, const int64_t *p, int32_t rank);
 /* v is read by exactly one node (a value made during the run never is). */

@@ -96,9 +96,7 @@ typedef struct Gqa {
 	Sym ms;
 	int gqa;                    /* GroupQueryAttention; else the rotations only */
 	uint8_t *is_out;            /* by ValueId: a graph output */
-	Node **reader;              /* by ValueId (values before the pass): the
-				     * first node of g reading it */
-	Node *cur;                  /* while the readers are noted */
+	Node **reader;              /* fuse_readers (values before the pass) */
 	int delta;                  /* recount's */
 	Shared masks[GQA_MASKS];
 	uint32_t nmasks;
@@ -681,17 +679,15 @@ static const Rotary *rotary_tables(Gqa *q, const Match *x)
 }
 
 /* RotaryEmbedding(x, ...) (com.microsoft), before at: x [B, S, H * D]
- * (num_heads = h) or [B, H, S, D]. */
+ * with h = H (num_heads), or x [B, H, S, D] with h = 0 (the 4-D form). */
 static ValueId rotate(Gqa *q, Node *at, const Node *from, const Rotary *r, ValueId x, int64_t h)
 {
 	Module *m = q->f->m;
-	const Type *t = val(m, x)->type;   /* NULL for a bsh() just made */
-	int flat = !t || t->rank == 3;
-	Node *n = node_new(m, q->ms, sym_cstr("RotaryEmbedding"), 1, 4, flat ? 1 : 0);
+	Node *n = node_new(m, q->ms, sym_cstr("RotaryEmbedding"), 1, 4, h ? 1 : 0);
 	ValueId ins[4] = { x, r->pos, r->cos_cache, r->sin_cache };
 	for (uint32_t i = 0; i < 4; i++)
 		n->args[i] = fuse_value_arg(ins[i]);
-	if (flat)
+	if (h)
 		n->kw[0] = fuse_int_kw("num_heads", h);
 	return place(q, n, at, from, x, "rotary", val(m, x)->type);
 }
@@ -782,11 +778,11 @@ static ValueId flat_input(Gqa *q, Node *at, const Node *from, const Rotary *r, V
 /* y = rot(x0) [B, H, S, D] computed as RotaryEmbedding(x0) (its 4-D
  * form), standing where y's Add stood: the heads x0 was split into stay
  * as the program made them, for fuse_ort_heads to share. */
-static void rotate_back(Gqa *q, const Rotary *r, ValueId y, ValueId x0, int64_t h)
+static void rotate_back(Gqa *q, const Rotary *r, ValueId y, ValueId x0)
 {
 	Module *m = q->f->m;
 	Node *add = def_of(m, y);
-	take_over(m, def_of(m, rotate(q, add, add, r, x0, h)), y);
+	take_over(m, def_of(m, rotate(q, add, add, r, x0, 0)), y);
 	recount(q, add, -1);
 	node_remove(q->g, add);
 }
@@ -859,13 +855,6 @@ static Node *rewrite(Gqa *q, Match *x)
 	return n;
 }
 
-static void note_reader(ValueId v, void *ctx)
-{
-	Gqa *q = ctx;
-	if (v < q->f->nuses && !q->reader[v])
-		q->reader[v] = q->cur;
-}
-
 /* -ort-attention=matmul: the attention stays, its rotations become
  * RotaryEmbedding. */
 static void rotate_only(Gqa *q, const Match *x)
@@ -873,8 +862,8 @@ static void rotate_only(Gqa *q, const Match *x)
 	const Rotary *rot = x->q0 ? rotary_tables(q, x) : NULL;
 	if (!rot)
 		return;
-	rotate_back(q, rot, x->q, x->q0, x->hq);
-	rotate_back(q, rot, x->k, x->k0, x->hkv);
+	rotate_back(q, rot, x->q, x->q0);
+	rotate_back(q, rot, x->k, x->k0);
 	q->f->edits++;
 	rewrite_count("fuse_ort", "RotaryEmbedding");
 }
@@ -882,11 +871,7 @@ static void rotate_only(Gqa *q, const Match *x)
 void fuse_ort_gqa(Fuse *f, Graph *g, Sym ms, int gqa)
 {
 	Gqa q = { .f = f, .g = g, .ms = ms, .gqa = gqa, .is_out = module_output_marks(f->m),
-		  .reader = xcalloc(f->nuses ? f->nuses : 1, sizeof(Node *)) };
-	for (Node *n = g->first; n; n = n->next) {
-		q.cur = n;
-		node_each_use(n, note_reader, &q);
-	}
+		  .reader = fuse_readers(f->m, g) };
 	for (Node *n = g->first, *next; n; n = next) {
 		next = n->next;
 		Match x;

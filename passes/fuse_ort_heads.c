@@ -46,17 +46,9 @@ typedef struct Heads {
 	Module *m;
 	Graph *g;
 	uint32_t *uses;             /* module_use_counts */
-	Node **reader;              /* by ValueId: a node of g reading it */
+	Node **reader;              /* fuse_readers */
 	uint32_t nv;
-	Node *cur;
 } Heads;
-
-static void note_reader(ValueId v, void *ctx)
-{
-	Heads *h = ctx;
-	if (v < h->nv)
-		h->reader[v] = h->cur;
-}
 
 /* The one node reading v, when it is op (of the default domain) reading
  * v as its first operand. */
@@ -209,20 +201,18 @@ static void slice_parts(Heads *h, ValueId x, Node **sl, uint32_t k)
 
 void fuse_ort_heads(Module *m, Graph *g)
 {
-	Heads h = { .m = m, .g = g, .uses = module_use_counts(m, WALK_PROGRAM), .nv = m->vals.n };
-	h.reader = xcalloc(h.nv ? h.nv : 1, sizeof *h.reader);
 	uint32_t n = 0;
-	for (Node *x = g->first; x; x = x->next) {
-		h.cur = x;
-		node_each_use(x, note_reader, &h);
+	for (Node *x = g->first; x; x = x->next)
 		n += x->domain == S_onnx && (x->op == OP_ONNX_Split || x->op == OP_ONNX_Slice);
-	}
+	if (n < 1)
+		return;
+	Heads h = { m, g, module_use_counts(m, WALK_PROGRAM), fuse_readers(m, g), m->vals.n };
 	/* The Splits and Slices first (a rewrite removes nodes after its
 	 * own), the Slices of one x chained in graph order (by ValueId:
 	 * first[x], then more[i]). */
-	Node **found = xmalloc((n ? n : 1) * sizeof *found);
+	Node **found = xmalloc(n * sizeof *found);
 	uint32_t *first = xmalloc(h.nv * sizeof *first), *last = xmalloc(h.nv * sizeof *last);
-	uint32_t *more = xmalloc((n ? n : 1) * sizeof *more);
+	uint32_t *more = xmalloc(n * sizeof *more);
 	for (uint32_t v = 0; v < h.nv; v++)
 		first[v] = UINT32_MAX;
 	n = 0;
@@ -250,14 +240,11 @@ void fuse_ort_heads(Module *m, Graph *g)
 		ValueId in = operand(x, 0);
 		if (!in || in >= h.nv || first[in] != i)
 			continue;       /* a group is looked at from its first Slice */
-		uint32_t k = 0;
-		for (uint32_t j = i; j != UINT32_MAX && k <= HEADS_MAX; j = more[j])
+		uint32_t k = 0;         /* HEADS_MAX + 1: too many, slice_parts refuses */
+		for (uint32_t j = i; j != UINT32_MAX && k <= HEADS_MAX; j = more[j], k++)
 			if (k < HEADS_MAX)
-				sl[k++] = found[j];
-			else
-				k++;
-		if (k <= HEADS_MAX)
-			slice_parts(&h, in, sl, k);
+				sl[k] = found[j];
+		slice_parts(&h, in, sl, k);
 	}
 	free(found);
 	free(first);

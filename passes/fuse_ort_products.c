@@ -1,8 +1,9 @@
 /* fuse_ort_products.c - -target=ort (the pass fuse_ort, after its walk):
- * the MatMulNBits (or transposed FusedMatMul) products of one activation
- * with constant weights become one product and a Split, as the Q/K/V projections of an attention or the gate and up
- * projections of a gated MLP: one kernel call, which reads the activation
- * once, where there were two or three.
+ * the MatMulNBits (or f32 MatMul, FusedMatMul) products of one activation
+ * with constant weights become one product and a Split, as the Q/K/V
+ * projections of an attention or the gate and up projections of a gated
+ * MLP: one kernel call, which reads the activation once, where there were
+ * two or three.
  *
  *   y_i = MatMulNBits(a, B_i, s_i[, z_i][, none, b_i], N = N_i), i = 1..m
  *       -> y_1, ..., y_m = Split(MatMulNBits(a, B, s[, z][, none, b],
@@ -16,7 +17,10 @@
  * side, which the Split takes apart.  The same holds for FusedMatMul(a,
  * W_i, transB = 1), what fuse_ort's walk made of an f32 Linear: W_i [N_i,
  * K] row by row of N, joined into W [N_1 + ... + N_m, K] (members of one
- * alpha, without transA or the batch transposes).
+ * alpha, without transA or the batch transposes); an f32 MatMul(a, W_i)
+ * with W_i [K, N_i] joins side by side, W [K, N_1 + ... + N_m] (row r the
+ * members' rows r).  The f32 members' bias Adds, one a part, become one
+ * Add of the biases joined, before the Split (join_bias).
  *
  * Legality.  The members read the same a; B, the scales and the zero
  * points and bias they have are weights or constants; none has
@@ -64,6 +68,9 @@ static int constant(Module *m, ValueId v)
 	return 1;
 }
 
+/* n is the default domain's MatMul (its weight [K, N]). */
+static int is_matmul(const Node *n) { return n->domain == S_onnx && n->op == OP_ONNX_MatMul; }
+
 /* n = MatMulNBits(a, ...) whose B, scales, zero points and bias are
  * weights or constants, without g_idx, of an f32 result whose last dim
  * is N; or n = FusedMatMul(a, W, transB = 1) (what fuse_ort made of a
@@ -74,22 +81,16 @@ static int product(Module *m, Sym ms, const Node *n)
 	if (n->nres != 1 || !n->res[0] || !operand(n, 0) || !operand(n, NB_B))
 		return 0;
 	int64_t nn;
-	if (n->domain == S_onnx && n->op == OP_ONNX_MatMul) {
+	int matmul = is_matmul(n), fused = n->domain == ms && n->name == sym_cstr("FusedMatMul");
+	if (matmul || fused) {
 		const Type *w = constant(m, operand(n, NB_B)) ? val(m, operand(n, NB_B))->type : NULL;
-		if (n->nargs != 2 || !w || w->dtype != DT_F32 || w->rank != 2)
+		if (n->nargs != 2 || !w || w->dtype != DT_F32 || w->rank != 2 ||
+		    (fused && (fuse_attr_int(n, "transB", 0) != 1 || fuse_attr_int(n, "transA", 0) ||
+			       fuse_attr_int(n, "transBatchA", 0) || fuse_attr_int(n, "transBatchB", 0))))
 			return 0;
-		nn = w->dims[1].v;
-	} else if (n->domain != ms) {
-		return 0;
-	} else if (n->name == sym_cstr("FusedMatMul")) {
-		const Type *w = constant(m, operand(n, NB_B)) ? val(m, operand(n, NB_B))->type : NULL;
-		if (n->nargs != 2 || !w || w->dtype != DT_F32 || w->rank != 2 || fuse_attr_int(n, "transB", 0) != 1 ||
-		    fuse_attr_int(n, "transA", 0) || fuse_attr_int(n, "transBatchA", 0) ||
-		    fuse_attr_int(n, "transBatchB", 0))
-			return 0;
-		nn = w->dims[0].v;
+		nn = w->dims[matmul ? 1 : 0].v;     /* MatMul's [K, N], FusedMatMul's [N, K] */
 	} else {
-		if (n->name != sym_cstr("MatMulNBits") || n->nargs > 6 || !operand(n, NB_SCALES) ||
+		if (n->domain != ms || n->name != sym_cstr("MatMulNBits") || n->nargs > 6 || !operand(n, NB_SCALES) ||
 		    operand(n, NB_GIDX))
 			return 0;
 		for (size_t i = 0; i < sizeof nb_consts / sizeof *nb_consts; i++) {
@@ -103,9 +104,6 @@ static int product(Module *m, Sym ms, const Node *n)
 	return t && t->kind == TY_TENSOR && t->dtype == DT_F32 && t->rank >= 1 && !t->dims[t->rank - 1].sym &&
 	       t->dims[t->rank - 1].v == nn && nn > 0;
 }
-
-/* n is the default domain's MatMul (its weight [K, N]). */
-static int is_matmul(const Node *n) { return n->domain == S_onnx && n->op == OP_ONNX_MatMul; }
 
 /* Constants c and d have one dtype and rank, and the same dims but the first. */
 static int same_rows(Module *m, ValueId c, ValueId d)
@@ -284,9 +282,8 @@ static ValueId joined(Module *m, RtWeights *w, Graph *g, Node **mem, uint32_t k,
 /* Who reads what, counted before any join: the parts' Adds are found so. */
 typedef struct Readers {
 	uint32_t *uses;             /* module_use_counts */
-	Node **reader;              /* by ValueId: a node of g reading it */
+	Node **reader;              /* fuse_readers */
 	uint32_t nv;
-	Node *cur;                  /* while the readers are noted */
 } Readers;
 
 /* The parts y_j of Split s (of a joined f32 product r) each read only by
@@ -412,13 +409,6 @@ static void join(Module *m, RtWeights *w, Graph *g, Node **mem, uint32_t k, cons
 		join_bias(m, w, g, s, rd);
 }
 
-static void note_reader(ValueId v, void *ctx)
-{
-	Readers *rd = ctx;
-	if (v < rd->nv)
-		rd->reader[v] = rd->cur;
-}
-
 void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms)
 {
 	uint32_t n = 0, nv = m->vals.n;
@@ -426,11 +416,7 @@ void fuse_ort_products(Module *m, RtWeights *w, Graph *g, Sym ms)
 		n += product(m, ms, x);
 	if (n < 2)
 		return;
-	Readers rd = { module_use_counts(m, WALK_PROGRAM), xcalloc(nv ? nv : 1, sizeof(Node *)), nv, NULL };
-	for (Node *x = g->first; x; x = x->next) {
-		rd.cur = x;
-		node_each_use(x, note_reader, &rd);
-	}
+	Readers rd = { module_use_counts(m, WALK_PROGRAM), fuse_readers(m, g), nv };
 	Node **prod = xmalloc(n * sizeof *prod), **mem = xmalloc(n * sizeof *mem);
 	uint32_t *next = xmalloc(n * sizeof *next), *last = xmalloc(nv * sizeof *last);
 	for (uint32_t v = 0; v < nv; v++)
