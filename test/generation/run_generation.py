@@ -16,7 +16,11 @@ padded batch again from a file at opset 23, whose attention -O2 fuses
 into onnx::Attention, and for sixteen from two files at target="ort" (the
 rotary embeddings as ONNX Runtime's RotaryEmbedding, or with
 ort_attention="gqa" the attention over the cache as its GroupQueryAttention;
-RMS normalizations as its SkipSimplifiedLayerNormalization).  Also: a model whose state
+RMS normalizations as its SkipSimplifiedLayerNormalization), and the same
+every decoder weight-only quantized (QUANTIZED: int4 and int8 at
+target="ort", MatMulNBits, and int4 as DequantizeLinear) against
+generate() on a copy of the model whose weights are NumPy's round trip
+of them (dequantized()).  Also: a model whose state
 is not a key/value cache (Mamba) is refused with a message saying so, and
 `python -m onnxc --checkpoint DIR` on a save_pretrained directory writes a
 file that generates the same tokens, and examples/generate.py (the greedy
@@ -45,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "python"))
 sys.path.insert(0, os.path.join(REPO, "test", "zoo"))
+sys.path.insert(0, os.path.join(REPO, "test", "python"))
 
 NEW_TOKENS = 16
 PROMPT = 8
@@ -139,8 +144,54 @@ OPSET23 = ("llama", "mistral", "gemma2")
 # not in the form fuse_ort_gqa.c matches.
 TARGET_ORT = ("llama", "qwen2", "mistral", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "phi3",
               "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "opt", "gpt_bigcode")
+# And weight-only quantized, the padded batch again against generate() on
+# the model with NumPy's round trip of the weights: (case, bits, target,
+# ort_attention); the "gqa" form for TARGET_ORT only.  At target "onnx"
+# ONNX Runtime runs the graph as written (its optimizer would fuse
+# DequantizeLinear + MatMul into int8 products).
+QUANTIZED = (("b3pad-ort-int4", 4, "ort", "matmul"), ("b3pad-ort-int4-gqa", 4, "ort", "gqa"),
+             ("b3pad-ort-int8", 8, "ort", "matmul"), ("b3pad-int4", 4, "onnx", None))
 RMS_WRITTEN_OUT = ("llama", "qwen2", "mistral", "qwen3")
 ROTATE_HALF = TARGET_ORT[:12]
+
+
+def dequantized(model, bits):
+    """A copy of model whose weights are what quantize="int<bits>" (block
+    32, symmetric) makes of them, by NumPy (test_weight_quant.ref_dequant,
+    written from the format's definition): every 2-D weight a product
+    reads (nn.Linear's [N, K], the routers', GPT-2's Conv1D [K, N]) and
+    each expert's [N, K] of the experts' stacked [E, N, K]; the input
+    embedding stays f32, so an LM head tied to it is untied first."""
+    import copy
+    import torch
+    from test_weight_quant import ref_dequant
+    ref = copy.deepcopy(model)
+    with torch.no_grad():
+        head = ref.get_output_embeddings()
+        emb = ref.get_input_embeddings().weight
+        if head is not None and head.weight is emb:
+            head.weight = torch.nn.Parameter(emb.detach().clone())
+        done = set()
+        for mod in ref.modules():
+            kind = type(mod).__name__
+            if kind.endswith("Experts"):
+                weights = [(p, False) for p in mod.parameters(recurse=False) if p.dim() == 3]
+            elif kind == "Conv1D":
+                weights = [(mod.weight, True)]
+            else:
+                w = getattr(mod, "weight", None)
+                weights = ([(w, False)] if isinstance(w, torch.Tensor) and w.dim() == 2 and
+                           not isinstance(mod, torch.nn.Embedding) else [])
+            for p, transposed in weights:
+                if id(p) in done:
+                    continue
+                done.add(id(p))
+                w = p.detach().numpy().astype(np.float32)
+                w = w.T if transposed else w
+                q = np.stack([ref_dequant(np.ascontiguousarray(x), bits, 32, False)
+                              for x in w.reshape((-1,) + w.shape[-2:])]).reshape(w.shape)
+                p.copy_(torch.from_numpy(np.ascontiguousarray(q.T if transposed else q)))
+    return ref
 
 
 def nodes(path):
@@ -240,6 +291,25 @@ def run_model(name, work, results, peer):
                 "no %s in the file" % op for op in want if op not in ops)[:200]
         except Exception as e:   # noqa: BLE001
             why = "export at target=ort: %s" % str(e).strip().splitlines()[0][:200]
+        results.append((name, case, "FAIL" if why else "ok", why))
+    for case, bits, target, attention in QUANTIZED:
+        if attention == "gqa" and name not in TARGET_ORT:
+            continue
+        try:
+            gq = onnxc.export_for_generation(model, out + "-" + case, target=target, quantize="int%d" % bits,
+                                             progress=False, ort_attention=attention)
+            so = ort.SessionOptions()
+            if target == "onnx":    # else ONNX Runtime runs DequantizeLinear + MatMul as int8 products
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            sq = ort.InferenceSession(gq.decoder.path, so, providers=["CPUExecutionProvider"])
+            import onnx
+            ops = [n.op_type for n in onnx.load(gq.decoder.path, load_external_data=False).graph.node]
+            op = "MatMulNBits" if target == "ort" else "DequantizeLinear"
+            ids, mask = prompts(model, 3, PADS, seed=15)
+            why = check_case(sq, dequantized(model, bits), ids, mask, toks) or (
+                "" if op in ops else "no %s in the file" % op)
+        except Exception as e:   # noqa: BLE001
+            why = "export with quantize=int%d: %s" % (bits, str(e).strip().splitlines()[0][:200])
         results.append((name, case, "FAIL" if why else "ok", why))
     row = "%-12s onnxc: export %.1fs, %d nodes, decode step %.3f ms" % (
         name, t_export, nodes(g.decoder.path), decode_ms(sess))
@@ -341,7 +411,7 @@ def main():
             check_cli(work, results)
             check_example(results)
     for name, case, status, why in results:
-        print("%-12s %-13s %-5s %s" % (name, case, status, why))
+        print("%-12s %-18s %-5s %s" % (name, case, status, why))
     passed = sum(r[2] == "ok" for r in results)
     failed = sum(r[2] == "FAIL" for r in results)
     skipped = sum(r[2] == "skip" for r in results)
