@@ -24,7 +24,8 @@ of them (dequantized()).  Also: a model whose state
 is not a key/value cache (Mamba) is refused with a message saying so, and
 `python -m onnxc --checkpoint DIR` on a save_pretrained directory writes a
 file that generates the same tokens, and examples/generate.py (the greedy
-loop docs/generation.md shows) runs and agrees with generate().
+loop docs/generation.md shows) runs and agrees with generate(); a hybrid
+(Qwen3-Next, linear attention beside attention) is refused too.
 
     ~/.cache/onnxc/venv-torch2/bin/python test/generation/run_generation.py [-k NAME] [--peer]
 
@@ -160,7 +161,8 @@ def dequantized(model, bits):
     32, symmetric) makes of them, by NumPy (test_weight_quant.ref_dequant,
     written from the format's definition): every 2-D weight a product
     reads (nn.Linear's [N, K], the routers', GPT-2's Conv1D [K, N]) and
-    each expert's [N, K] of the experts' stacked [E, N, K]; the input
+    each expert's [N, K] of the experts' stacked [E, N, K] ([E, K, N]
+    where the experts say is_transposed, GPT-OSS's); the input
     embedding stays f32, so an LM head tied to it is untied first."""
     import copy
     import torch
@@ -175,7 +177,8 @@ def dequantized(model, bits):
         for mod in ref.modules():
             kind = type(mod).__name__
             if kind.endswith("Experts"):
-                weights = [(p, False) for p in mod.parameters(recurse=False) if p.dim() == 3]
+                weights = [(p, getattr(mod, "is_transposed", False))      # [E, K, N] when transposed
+                           for p in mod.parameters(recurse=False) if p.dim() == 3]
             elif kind == "Conv1D":
                 weights = [(mod.weight, True)]
             else:
@@ -187,10 +190,10 @@ def dequantized(model, bits):
                     continue
                 done.add(id(p))
                 w = p.detach().numpy().astype(np.float32)
-                w = w.T if transposed else w
+                w = np.swapaxes(w, -1, -2) if transposed else w
                 q = np.stack([ref_dequant(np.ascontiguousarray(x), bits, 32, False)
                               for x in w.reshape((-1,) + w.shape[-2:])]).reshape(w.shape)
-                p.copy_(torch.from_numpy(np.ascontiguousarray(q.T if transposed else q)))
+                p.copy_(torch.from_numpy(np.ascontiguousarray(np.swapaxes(q, -1, -2) if transposed else q)))
     return ref
 
 
@@ -336,21 +339,40 @@ def run_model(name, work, results, peer):
 
 
 def check_refusal(work, results):
-    """A recurrent model (Mamba) is refused with a message naming its state."""
+    """A recurrent model (Mamba) and a hybrid one (Qwen3-Next) are refused
+    with a message naming what the export covers."""
     import torch
     import transformers as T
-    import onnxc
     torch.manual_seed(0)
     cfg = T.MambaConfig(vocab_size=128, hidden_size=32, state_size=4, num_hidden_layers=2)
-    model = T.MambaForCausalLM(cfg).eval()
-    try:
-        onnxc.export_for_generation(model, os.path.join(work, "mamba"), progress=False)
-    except onnxc.ConversionError as e:
-        ok = "not a key/value cache" in str(e)
-        results.append(("mamba", "refused", "ok" if ok else "FAIL",
-                        "" if ok else "unclear message: %s" % e))
+    refused(work, results, "mamba", T.MambaForCausalLM(cfg).eval(), "not a key/value cache")
+    # A hybrid whose linear-attention layers keep a state of their own
+    # (Qwen3-Next): transformers' DynamicCache does not fit it.
+    if not hasattr(T, "Qwen3NextConfig"):
+        results.append(("qwen3_next", "refused", "skip", "transformers %s has no Qwen3-Next"
+                        % T.__version__))
         return
-    results.append(("mamba", "refused", "FAIL", "exported without a word"))
+    torch.manual_seed(0)
+    cfg = T.Qwen3NextConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                            linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=8,
+                            linear_value_head_dim=8, num_experts=4, num_experts_per_tok=2,
+                            moe_intermediate_size=16, shared_expert_intermediate_size=16)
+    refused(work, results, "qwen3_next", T.Qwen3NextForCausalLM(cfg).eval(),
+            "not run with a key/value cache per layer")
+
+
+def refused(work, results, name, model, words):
+    """export_for_generation refuses model with onnxc's error saying words."""
+    import onnxc
+    try:
+        onnxc.export_for_generation(model, os.path.join(work, name), progress=False)
+    except Exception as e:   # noqa: BLE001 (anything but onnxc's own refusal fails)
+        ok = isinstance(e, onnxc.ConversionError) and words in str(e)
+        results.append((name, "refused", "ok" if ok else "FAIL",
+                        "" if ok else "unclear message: %s: %s" % (type(e).__name__, e)))
+        return
+    results.append((name, "refused", "FAIL", "exported without a word"))
 
 
 def check_cli(work, results):

@@ -115,6 +115,13 @@ def _prefill_cache(model, batch, past):
         except TypeError as e:
             raise ExportError("%s does not take a key/value cache (past_key_values): %s"
                               % (type(model).__name__, e)) from e
+        except Exception as e:  # noqa: BLE001 (a state of its own: hybrid, recurrent)
+            why = (str(e).strip().splitlines() or [""])[0][:200]
+            raise ExportError(
+                "%s does not run with a key/value cache per layer (transformers' DynamicCache): "
+                "%s: %s; the with-past export covers attention decoders whose state is a "
+                "key/value cache per layer (inputs past_key_values.N.key/.value)"
+                % (type(model).__name__, type(e).__name__, why)) from e
     cache = getattr(out, "past_key_values", None)
     layers = getattr(cache, "layers", None)
     if not isinstance(cache, DynamicCache) or not layers or any(
