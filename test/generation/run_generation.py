@@ -340,7 +340,8 @@ def run_model(name, work, results, peer):
 
 def check_refusal(work, results):
     """A recurrent model (Mamba) and a hybrid one (Qwen3-Next) are refused
-    with a message naming what the export covers."""
+    with a message naming what the export covers; one whose ops onnxc
+    does not lower yet (DeepseekV2's complex rotary) with its diagnostic."""
     import torch
     import transformers as T
     torch.manual_seed(0)
@@ -360,6 +361,21 @@ def check_refusal(work, results):
                             moe_intermediate_size=16, shared_expert_intermediate_size=16)
     refused(work, results, "qwen3_next", T.Qwen3NextForCausalLM(cfg).eval(),
             "not run with a key/value cache per layer")
+    # DeepseekV2's rotary embedding multiplies complex numbers (torch.polar),
+    # which onnxc does not lower: its diagnostic names the op (torch's
+    # run_decompositions failed before it, in the guards of its retrace).
+    if not hasattr(T, "DeepseekV2Config"):
+        results.append(("deepseek_v2", "refused", "skip", "transformers %s has no DeepseekV2"
+                        % T.__version__))
+        return
+    torch.manual_seed(0)
+    cfg = T.DeepseekV2Config(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=4, moe_intermediate_size=16,
+                             kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
+                             v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2, n_group=1,
+                             topk_group=1, first_k_dense_replace=1)
+    refused(work, results, "deepseek_v2", T.DeepseekV2ForCausalLM(cfg).eval(),
+            "no decomposition for aten::polar")
 
 
 def refused(work, results, name, model, words):

@@ -169,7 +169,7 @@ def _decompose(ep, decompose):
     or functionalized when none are named; the ops it replaced)."""
     frames_as_stack_traces(ep.graph_module)
     if not decompose:
-        return ep.run_decompositions({}), []   # functionalizes, decomposes nothing
+        return _run_decompositions(ep, {}), []   # functionalizes, decomposes nothing
     # A decomposition may make another op of the list (var_mean.dim
     # becomes var_mean.correction): again, until none is left.
     done = set()
@@ -177,9 +177,34 @@ def _decompose(ep, decompose):
         table = _torch_decompositions(ep, set(decompose))
         if not table:
             break
-        ep = ep.run_decompositions(table)
+        ep = _run_decompositions(ep, table)
         done |= {_op_name(t) for t in table}
     return ep, sorted(done)
+
+
+def _run_decompositions(ep, table):
+    """ep.run_decompositions(table).  It retraces ep.module(), which (torch
+    >= 2.9) first calls a _guards_fn checking the inputs; with some
+    programs (DeepseekV2's) that check fails on the retrace's own fake
+    inputs (AttributeError: 'NoneType' object has no attribute 'size').
+    Then once more with the module made without it: the guards check the
+    inputs of a later run, not the trace."""
+    try:
+        return ep.run_decompositions(table)
+    except Exception as e:   # noqa: BLE001 (retried only for the guard's failure)
+        if "_guards_fn" not in str(e):
+            raise
+        first = e
+    import inspect
+    cls = type(ep)
+    module = cls.module
+    if "check_guards" not in inspect.signature(module).parameters:
+        raise first
+    cls.module = lambda self, check_guards=False: module(self, check_guards=check_guards)
+    try:
+        return ep.run_decompositions(table)
+    finally:
+        cls.module = module
 
 
 def _is_constant_argument(spec):
