@@ -166,7 +166,9 @@ def dequantized(model, bits):
     written from the format's definition): every 2-D weight a product
     reads (nn.Linear's [N, K], the routers', GPT-2's Conv1D [K, N]) and
     each expert's [N, K] of the experts' stacked [E, N, K] ([E, K, N]
-    where the experts say is_transposed, GPT-OSS's); the input
+    where the experts say is_transposed, GPT-OSS's) when transformers
+    routes tokens to one product an expert (Llama 4's batched experts
+    stay f32); the input
     embedding stays f32, so an LM head tied to it is untied first."""
     import copy
     import torch
@@ -181,8 +183,12 @@ def dequantized(model, bits):
         for mod in ref.modules():
             kind = type(mod).__name__
             if kind.endswith("Experts"):
-                weights = [(p, getattr(mod, "is_transposed", False))      # [E, K, N] when transposed
-                           for p in mod.parameters(recurse=False) if p.dim() == 3]
+                # transformers' experts interface (is_transposed set): one
+                # product an expert the tokens were routed to; Llama 4's
+                # multiply all experts at once (bmm of the stacked [E, K, N]),
+                # a batched product that stays f32
+                weights = [(p, mod.is_transposed) for p in mod.parameters(recurse=False)
+                           if p.dim() == 3] if hasattr(mod, "is_transposed") else []
             elif kind == "Conv1D":
                 weights = [(mod.weight, True)]
             else:
@@ -344,8 +350,7 @@ def run_model(name, work, results, peer):
 
 def check_refusal(work, results):
     """A recurrent model (Mamba) and a hybrid one (Qwen3-Next) are refused
-    with a message naming what the export covers; one whose ops onnxc
-    does not lower yet (DeepseekV2's complex rotary) with its diagnostic."""
+    with a message naming what the export covers."""
     import torch
     import transformers as T
     torch.manual_seed(0)
@@ -365,21 +370,6 @@ def check_refusal(work, results):
                             moe_intermediate_size=16, shared_expert_intermediate_size=16)
     refused(work, results, "qwen3_next", T.Qwen3NextForCausalLM(cfg).eval(),
             "not run with a key/value cache per layer")
-    # DeepseekV2's rotary embedding multiplies complex numbers (torch.polar),
-    # which onnxc does not lower: its diagnostic names the op (torch's
-    # run_decompositions failed before it, in the guards of its retrace).
-    if not hasattr(T, "DeepseekV2Config"):
-        results.append(("deepseek_v2", "refused", "skip", "transformers %s has no DeepseekV2"
-                        % T.__version__))
-        return
-    torch.manual_seed(0)
-    cfg = T.DeepseekV2Config(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                             num_attention_heads=4, num_key_value_heads=4, moe_intermediate_size=16,
-                             kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
-                             v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2, n_group=1,
-                             topk_group=1, first_k_dense_replace=1)
-    refused(work, results, "deepseek_v2", T.DeepseekV2ForCausalLM(cfg).eval(),
-            "no decomposition for aten::polar")
 
 
 def refused(work, results, name, model, words):

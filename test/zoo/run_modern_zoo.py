@@ -151,6 +151,16 @@ LLMS = {
                  {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
                   "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1}),
     "lfm2": ("Lfm2ForCausalLM", "Lfm2Config", {"layer_types": ["conv", "full_attention"]}),
+    # Rotary embeddings as complex products (torch.polar, view_as_complex).
+    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config",
+                    {"num_key_value_heads": 4, "moe_intermediate_size": 16, "kv_lora_rank": 16,
+                     "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8,
+                     "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1,
+                     "first_k_dense_replace": 1}),
+    "llama4_text": ("Llama4ForCausalLM", "Llama4TextConfig",
+                    {"head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 1,
+                     "intermediate_size_mlp": 64, "interleave_moe_layer_step": 1,
+                     "attention_chunk_size": 4, "no_rope_layers": [1, 0], "use_qk_norm": True}),
 }
 
 # Encoders: name -> (model class, config class, config fields).  Inputs:
