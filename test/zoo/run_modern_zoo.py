@@ -79,6 +79,11 @@ _LLM_COMMON = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                    max_position_embeddings=64, pad_token_id=0, bos_token_id=1,
                    eos_token_id=2)
+# DeepSeek-V2 and V3: multi-head latent attention (low-rank q and kv), 4
+# routed experts in groups, a dense first layer.
+_DEEPSEEK = dict(num_key_value_heads=4, moe_intermediate_size=16, kv_lora_rank=16, q_lora_rank=16,
+                 qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, n_routed_experts=4,
+                 num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1)
 LLMS = {
     "llama": ("LlamaForCausalLM", "LlamaConfig", {}),
     "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", {}),
@@ -143,20 +148,14 @@ LLMS = {
                 {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 4,
                  "layer_types": ["sliding_attention", "full_attention"]}),
     "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config",
-                    {"num_key_value_heads": 4, "moe_intermediate_size": 16, "kv_lora_rank": 16,
-                     "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8,
-                     "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1,
-                     "first_k_dense_replace": 1}),
+                    _DEEPSEEK),
     "glm4_moe": ("Glm4MoeForCausalLM", "Glm4MoeConfig",
                  {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
                   "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1}),
     "lfm2": ("Lfm2ForCausalLM", "Lfm2Config", {"layer_types": ["conv", "full_attention"]}),
     # Rotary embeddings as complex products (torch.polar, view_as_complex).
     "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config",
-                    {"num_key_value_heads": 4, "moe_intermediate_size": 16, "kv_lora_rank": 16,
-                     "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8,
-                     "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1,
-                     "first_k_dense_replace": 1}),
+                    _DEEPSEEK),
     "llama4_text": ("Llama4ForCausalLM", "Llama4TextConfig",
                     {"head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 1,
                      "intermediate_size_mlp": 64, "interleave_moe_layer_step": 1,
