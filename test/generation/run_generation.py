@@ -168,8 +168,8 @@ def dequantized(model, bits):
     each expert's [N, K] of the experts' stacked [E, N, K] ([E, K, N]
     where the experts say is_transposed, GPT-OSS's) when transformers
     routes tokens to one product an expert (Llama 4's batched experts
-    stay f32); the input
-    embedding stays f32, so an LM head tied to it is untied first."""
+    stay f32); the input embedding stays f32, so an LM head tied to it
+    is untied first."""
     import copy
     import torch
     from test_weight_quant import ref_dequant
@@ -252,6 +252,31 @@ def export_peer(spec, path):
                       verbose=False)
 
 
+def check_form(results, name, case, model, ref, toks, path, want, seed, **export):
+    """Exports model with export_for_generation(**export) to path and checks
+    the padded batch (prompts of `seed`) against generate() on ref; the
+    file must hold the ops of want.  A file of the standard target runs
+    with ONNX Runtime's basic optimizations only: with all of them it
+    runs DequantizeLinear + MatMul as int8 products, its own arithmetic."""
+    import onnx
+    import onnxruntime as ort
+    import onnxc
+    try:
+        g = onnxc.export_for_generation(model, path, progress=False, **export)
+        so = ort.SessionOptions()
+        if export.get("quantize") and export.get("target", "onnx") == "onnx":
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        sess = ort.InferenceSession(g.decoder.path, so, providers=["CPUExecutionProvider"])
+        ops = {n.op_type for n in onnx.load(g.decoder.path, load_external_data=False).graph.node}
+        ids, mask = prompts(model, 3, PADS, seed=seed)
+        why = check_case(sess, ref, ids, mask, toks) or "".join(
+            "no %s in the file" % op for op in want if op not in ops)[:200]
+    except Exception as e:   # noqa: BLE001 (reported, counted)
+        why = "export (%s): %s" % (", ".join("%s=%s" % kv for kv in sorted(export.items())),
+                                   str(e).strip().splitlines()[0][:200])
+    results.append((name, case, "FAIL" if why else "ok", why))
+
+
 def run_model(name, work, results, peer):
     import onnxruntime as ort
     import onnxc
@@ -275,55 +300,25 @@ def run_model(name, work, results, peer):
         why = check_case(sess, model, ids, mask, toks)
         results.append((name, case, "FAIL" if why else "ok", why))
     if name in OPSET23:
-        try:
-            g23 = onnxc.export_for_generation(model, out + "-23", opset=23, progress=False)
-            s23 = ort.InferenceSession(g23.decoder.path, providers=["CPUExecutionProvider"])
-            import onnx
-            fused = any(n.op_type == "Attention"
-                        for n in onnx.load(g23.decoder.path).graph.node)
-            ids, mask = prompts(model, 3, PADS, seed=12)
-            why = check_case(s23, model, ids, mask, toks) or (
-                "" if fused else "no onnx::Attention in the opset-23 file")
-        except Exception as e:   # noqa: BLE001
-            why = "export at opset 23: %s" % str(e).strip().splitlines()[0][:200]
-        results.append((name, "b3pad-opset23", "FAIL" if why else "ok", why))
+        check_form(results, name, "b3pad-opset23", model, model, toks, out + "-23", ["Attention"], 12,
+                   opset=23)
     for attention in (("matmul", "gqa") if name in TARGET_ORT else ("matmul",)):
         case = "b3pad-ort" + ("-gqa" if attention == "gqa" else "")
         want = (["GroupQueryAttention"] if attention == "gqa" else
                 ["RotaryEmbedding"] if name in ROTATE_HALF else [])
         if name in RMS_WRITTEN_OUT:
             want.append("SkipSimplifiedLayerNormalization")
-        try:
-            go = onnxc.export_for_generation(model, out + "-" + case, target="ort", progress=False,
-                                             ort_attention=attention)
-            so = ort.InferenceSession(go.decoder.path, providers=["CPUExecutionProvider"])
-            import onnx
-            ops = [n.op_type for n in onnx.load(go.decoder.path, load_external_data=False).graph.node]
-            ids, mask = prompts(model, 3, PADS, seed=13)
-            why = check_case(so, model, ids, mask, toks) or "".join(
-                "no %s in the file" % op for op in want if op not in ops)[:200]
-        except Exception as e:   # noqa: BLE001
-            why = "export at target=ort: %s" % str(e).strip().splitlines()[0][:200]
-        results.append((name, case, "FAIL" if why else "ok", why))
+        check_form(results, name, case, model, model, toks, out + "-" + case, want, 13,
+                   target="ort", ort_attention=attention)
+    refs = {}   # bits -> the model with NumPy's round trip of its weights
     for case, bits, target, attention in QUANTIZED:
         if attention == "gqa" and name not in TARGET_ORT:
             continue
-        try:
-            gq = onnxc.export_for_generation(model, out + "-" + case, target=target, quantize="int%d" % bits,
-                                             progress=False, ort_attention=attention)
-            so = ort.SessionOptions()
-            if target == "onnx":    # else ONNX Runtime runs DequantizeLinear + MatMul as int8 products
-                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-            sq = ort.InferenceSession(gq.decoder.path, so, providers=["CPUExecutionProvider"])
-            import onnx
-            ops = [n.op_type for n in onnx.load(gq.decoder.path, load_external_data=False).graph.node]
-            op = "MatMulNBits" if target == "ort" else "DequantizeLinear"
-            ids, mask = prompts(model, 3, PADS, seed=15)
-            why = check_case(sq, dequantized(model, bits), ids, mask, toks) or (
-                "" if op in ops else "no %s in the file" % op)
-        except Exception as e:   # noqa: BLE001
-            why = "export with quantize=int%d: %s" % (bits, str(e).strip().splitlines()[0][:200])
-        results.append((name, case, "FAIL" if why else "ok", why))
+        if bits not in refs:
+            refs[bits] = dequantized(model, bits)
+        check_form(results, name, case, model, refs[bits], toks, out + "-" + case,
+                   ["MatMulNBits" if target == "ort" else "DequantizeLinear"], 15,
+                   target=target, quantize="int%d" % bits, ort_attention=attention)
     row = "%-12s onnxc: export %.1fs, %d nodes, decode step %.3f ms" % (
         name, t_export, nodes(g.decoder.path), decode_ms(sess))
     if peer:
