@@ -1,7 +1,7 @@
 """bench_decode.py - decoding with a key/value cache: onnxc's generation files against their peers.
 
     ~/.cache/onnxc/venv-torch2/bin/python bench/bench_decode.py [--arch llama,qwen2,phi3] [--1b]
-        [--layers N] [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,onnxc-int4-gqa,peer,genai-fp32,genai-int4]
+        [--layers N] [--files onnxc,onnxc-ort,onnxc-int8,onnxc-int4,onnxc-int4-all,onnxc-int4-gqa,peer,genai-fp32,genai-int4]
         [--prompt 128] [--batch 1,4] [--past 128,2048] [--threads 1,2] [--new 32]
         [--rounds 9] [--sample-ms 40] [--budget 10] [--no-spin] [--no-prefill] [--no-decode]
         [--no-greedy] [--no-accuracy] [--no-encoders | --encoders-only] [--markdown FILE]
@@ -20,18 +20,24 @@ key/value heads, ffn 5632), Llama only unless --arch says otherwise;
 
 The files, each built in a process of its own (external data for all):
 
-  onnxc        onnxc.export_for_generation(checkpoint, dir): fp32, -O2
+  onnxc        onnxc.export_for_generation(checkpoint, dir): fp32, -O2; its
+               logits the last position's (the default logits="last", what
+               generate() computes: the LM head on one row of the prompt)
   onnxc-ort    the same with target="ort" (ONNX Runtime's contrib ops)
   onnxc-int8,  export_for_generation(..., target="ort", quantize="int8" /
   onnxc-int4   "int4", quantize_accuracy_level=4): MatMulNBits weights,
                int8 activations in the products (docs/weight_quantization.md)
+  onnxc-int4-all  the int4 file with logits="all": every position's logits,
+               the work of the builder's files
   onnxc-int4-gqa  the int4 file with ort_attention="gqa": GroupQueryAttention
                for the attention over the cache (not in the default set)
   peer         torch.onnx.export(dynamo=True) of the same with-past module
                (onnxc.bridge.with_past.decoder_spec: module, arguments,
-               dynamic shapes, input and output names)
+               dynamic shapes, input and output names; the last position's
+               logits, as onnxc's)
   genai-fp32,  python -m onnxruntime_genai.models.builder -i CHECKPOINT
-  genai-int4   -o DIR -p fp32|int4 -e cpu (its GroupQueryAttention files)
+  genai-int4   -o DIR -p fp32|int4 -e cpu (its GroupQueryAttention files;
+               every position's logits)
 
 Every file runs in a plain ONNX Runtime session (CPU, intra-op threads as
 --threads, one inter-op thread, spinning as ONNX Runtime's default unless
@@ -98,13 +104,15 @@ SIZES = {
     "1b": dict(vocab=32000, dim=2048, layers=22, heads=32, kv_heads=4, ffn=5632),
 }
 ARCHS = ("llama", "qwen2", "phi3")
-FILES = ("onnxc", "onnxc-ort", "onnxc-int8", "onnxc-int4", "peer", "genai-fp32", "genai-int4")
+FILES = ("onnxc", "onnxc-ort", "onnxc-int8", "onnxc-int4", "onnxc-int4-all", "peer", "genai-fp32",
+         "genai-int4")
 EXTRA_FILES = ("onnxc-int4-gqa",)           # built when --files names them
 LABELS = {
     "onnxc": "onnxc fp32",
     "onnxc-ort": "onnxc fp32 -target=ort",
     "onnxc-int8": "onnxc int8",
     "onnxc-int4": "onnxc int4",
+    "onnxc-int4-all": "onnxc int4 logits=all",
     "onnxc-int4-gqa": "onnxc int4 -ort-attention=gqa",
     "peer": "torch.onnx.export(dynamo=True) fp32",
     "genai-fp32": "ORT GenAI builder fp32",
@@ -199,10 +207,12 @@ def build_onnxc(job):
     kind = job["kind"]
     if kind == "onnxc-ort":
         kw["target"] = "ort"
-    elif kind in ("onnxc-int8", "onnxc-int4", "onnxc-int4-gqa"):
+    elif kind in ("onnxc-int8", "onnxc-int4", "onnxc-int4-all", "onnxc-int4-gqa"):
         kw.update(target="ort", quantize=kind.split("-")[1], quantize_accuracy_level=4)
         if kind.endswith("-gqa"):
             kw["ort_attention"] = "gqa"
+        if kind.endswith("-all"):
+            kw["logits"] = "all"
     onnxc.export_for_generation(job["ckpt"], job["out"], **kw)
     return os.path.join(job["out"], "model.onnx")
 
@@ -669,7 +679,8 @@ def fmt_size(n):
 
 
 # onnxc's file against the builder's of the same weights
-PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-int4-gqa", "genai-int4"), ("onnxc-ort", "genai-fp32"))
+PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-int4-all", "genai-int4"),
+         ("onnxc-int4-gqa", "genai-int4"), ("onnxc-ort", "genai-fp32"))
 
 
 def verdict(lo, hi):

@@ -64,6 +64,9 @@ def main(argv=None):
                    help="trace in eval mode (default), training mode (batch statistics, "
                         "updated running statistics as outputs, Dropout) or the module's own")
     from .bridge.capture import CAPTURES
+    p.add_argument("--logits", default="last", choices=("last", "all"),
+                   help="with --checkpoint: the decoder's logits output holds the last "
+                        "position's (default; what generate() computes) or every position's")
     p.add_argument("--capture", default=None, choices=CAPTURES,
                    help="torch 2.x: trace with this capture only (default: each in turn "
                         "until one works)")
@@ -143,7 +146,7 @@ def _checkpoint(a):
                                   optimize="O" + a.optimize,
                                   external_data=a.external_data or None,
                                   progress=a.progress, report=a.report or None,
-                                  capture=a.capture, **_quant_args(a))
+                                  capture=a.capture, logits=a.logits, **_quant_args(a))
     except ConversionError as e:
         print("onnxc: error: %s" % e, file=sys.stderr)
         return 1

@@ -53,12 +53,15 @@ def _load_checkpoint(path):
 def export_for_generation(model, out_dir, opset=None, optimize="O2", external_data=None,
                           progress=None, report=None, capture=None, target=None,
                           quantize=None, quantize_block=None, quantize_zero_points=False,
-                          quantize_accuracy_level=None, quantize_exclude=None, ort_attention=None):
+                          quantize_accuracy_level=None, quantize_exclude=None, ort_attention=None,
+                          logits="last"):
     """Write the generation files of `model` (a transformers model, or the
     path of a checkpoint directory saved with save_pretrained) into
-    `out_dir`; returns a GenerationModel.  The other arguments are
-    onnxc.export's, applied to each file (quantize="int4" with
-    target="ort": MatMulNBits weights)."""
+    `out_dir`; returns a GenerationModel.  `logits`: "last" (default) makes
+    a decoder-only model's `logits` output the last position's, [batch, 1,
+    vocab], what generate() computes; "all" every position's.  The other
+    arguments are onnxc.export's, applied to each file (quantize="int4"
+    with target="ort": MatMulNBits weights)."""
     from . import ConversionError, export
     if isinstance(model, (str, os.PathLike)):
         model = _load_checkpoint(os.fspath(model))
@@ -78,7 +81,7 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
     from .bridge import with_past
     from .bridge.common import ExportError
     try:
-        spec = with_past.decoder_spec(model)
+        spec = with_past.decoder_spec(model, logits=logits)
     except ExportError as e:
         raise ConversionError("export_for_generation: %s" % e, diagnostics=str(e)) from e
     path = os.path.join(out_dir, "model.onnx")
@@ -211,7 +214,8 @@ def greedy(session, input_ids, attention_mask=None, max_new_tokens=16, eos_token
            pad_token_id=None, return_logits=False):
     """Greedy decoding with a with-past decoder in an onnxruntime session:
     (tokens [batch, n], per-step logits of the last position when
-    return_logits, and the prefill's logits [batch, seq, vocab])."""
+    return_logits, and the prefill's logits: [batch, 1, vocab] from a
+    file exported with logits="last", [batch, seq, vocab] with "all")."""
     ids = np.asarray(input_ids, dtype=np.int64)
     batch = ids.shape[0]
     mask = (np.ones_like(ids) if attention_mask is None

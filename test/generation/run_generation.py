@@ -11,7 +11,9 @@ ONNX Runtime (onnxc.generation.greedy) for
           pads a batch),
 each checked against `model.generate(do_sample=False)`: the same tokens,
 every step's logits within 1e-4, and the prefill's logits within 1e-4 of
-eager PyTorch wherever the attention mask is 1; for three models the
+eager PyTorch (this first file with logits="all": every position where
+the attention mask is 1; the other files the default, the last position
+only, [batch, 1, vocab]); for three models the
 padded batch again from a file at opset 23, whose attention -O2 fuses
 into onnx::Attention, and for sixteen from two files at target="ort" (the
 rotary embeddings as ONNX Runtime's RotaryEmbedding, or with
@@ -25,7 +27,9 @@ is not a key/value cache (Mamba) is refused with a message saying so, and
 `python -m onnxc --checkpoint DIR` on a save_pretrained directory writes a
 file that generates the same tokens, and examples/generate.py (the greedy
 loop docs/generation.md shows) runs and agrees with generate(); a hybrid
-(Qwen3-Next, linear attention beside attention) is refused too.
+(Qwen3-Next, linear attention beside attention) is refused too; a model
+whose forward takes no logits_to_keep gets its logits sliced to the last
+position, and a bad logits= is refused.
 
     ~/.cache/onnxc/venv-torch2/bin/python test/generation/run_generation.py [-k NAME] [--peer]
 
@@ -109,8 +113,10 @@ def reference(model, ids, mask):
             full.numpy())
 
 
-def check_case(sess, model, ids, mask, tokens_cfg):
-    """'' when the file generates what generate() does, else why not."""
+def check_case(sess, model, ids, mask, tokens_cfg, logits="last"):
+    """'' when the file generates what generate() does, else why not.  A
+    file of logits="last" must give the prefill's last position only, one
+    of "all" every position (checked where the mask is 1)."""
     from onnxc.generation import greedy
     want, want_logits, want_full = reference(model, ids, mask)
     got, got_logits, got_full = greedy(sess, ids.numpy(), mask.numpy(), NEW_TOKENS,
@@ -120,6 +126,11 @@ def check_case(sess, model, ids, mask, tokens_cfg):
     if np.isnan(got_full).any() or any(np.isnan(x).any() for x in got_logits):
         return "NaN in the logits"
     keep = mask.numpy().astype(bool)
+    if logits == "last":
+        want_full, keep = want_full[:, -1:], keep[:, -1:]
+    if got_full.shape != want_full.shape:
+        return "prefill logits of shape %s, want %s (logits=%r)" % (
+            got_full.shape, want_full.shape, logits)
     d = float(np.abs(got_full[keep] - want_full[keep]).max())
     if d > TOL:
         return "prefill logits differ from eager by %.2g where the mask is 1" % d
@@ -285,7 +296,7 @@ def run_model(name, work, results, peer):
     out = os.path.join(work, name)
     t0 = time.time()
     try:
-        g = onnxc.export_for_generation(model, out, progress=False)
+        g = onnxc.export_for_generation(model, out, progress=False, logits="all")
         t_export = time.time() - t0
         sess = ort.InferenceSession(g.decoder.path, providers=["CPUExecutionProvider"])
     except Exception as e:   # noqa: BLE001 (reported, counted)
@@ -297,7 +308,7 @@ def run_model(name, work, results, peer):
     toks = _token_config(model)
     for i, (case, batch, pads) in enumerate(CASES):
         ids, mask = prompts(model, batch, pads, seed=10 + i)
-        why = check_case(sess, model, ids, mask, toks)
+        why = check_case(sess, model, ids, mask, toks, logits="all")
         results.append((name, case, "FAIL" if why else "ok", why))
     if name in OPSET23:
         check_form(results, name, "b3pad-opset23", model, model, toks, out + "-23", ["Attention"], 12,
@@ -367,17 +378,48 @@ def check_refusal(work, results):
             "not run with a key/value cache per layer")
 
 
-def refused(work, results, name, model, words):
-    """export_for_generation refuses model with onnxc's error saying words."""
+def refused(work, results, name, model, words, **kw):
+    """export_for_generation(**kw) refuses model with onnxc's error saying
+    words."""
     import onnxc
     try:
-        onnxc.export_for_generation(model, os.path.join(work, name), progress=False)
+        onnxc.export_for_generation(model, os.path.join(work, name), progress=False, **kw)
     except Exception as e:   # noqa: BLE001 (anything but onnxc's own refusal fails)
         ok = isinstance(e, onnxc.ConversionError) and words in str(e)
         results.append((name, "refused", "ok" if ok else "FAIL",
                         "" if ok else "unclear message: %s: %s" % (type(e).__name__, e)))
         return
     results.append((name, "refused", "FAIL", "exported without a word"))
+
+
+def check_sliced_logits(work, results):
+    """logits="last" on a model whose forward takes no logits_to_keep: the
+    logits are sliced after the head, and the file still gives the last
+    position's, [batch, 1, vocab], as generate() does; a bad value of
+    logits is refused."""
+    import onnxruntime as ort
+    import onnxc
+    from onnxc.generation import _token_config
+    model = build("llama")
+    base = type(model)
+
+    class NoLogitsToKeep(base):
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None,
+                    past_key_values=None, use_cache=None, **kw):
+            return base.forward(self, input_ids=input_ids, attention_mask=attention_mask,
+                                position_ids=position_ids, past_key_values=past_key_values,
+                                use_cache=use_cache)
+
+    model.__class__ = NoLogitsToKeep
+    try:
+        g = onnxc.export_for_generation(model, os.path.join(work, "llama-sliced"), progress=False)
+        sess = ort.InferenceSession(g.decoder.path, providers=["CPUExecutionProvider"])
+        ids, mask = prompts(model, 3, PADS, seed=21)
+        why = check_case(sess, model, ids, mask, _token_config(model), logits="last")
+    except Exception as e:   # noqa: BLE001 (reported, counted)
+        why = "export: %s" % str(e).strip().splitlines()[0][:200]
+    results.append(("logits", "sliced-last", "FAIL" if why else "ok", why))
+    refused(work, results, "logits", model, "the choices are", logits="first")
 
 
 def check_cli(work, results):
@@ -435,6 +477,7 @@ def main():
                 results.append((name, "run", "FAIL", "%s: %s" % (type(e).__name__, e)))
         if not a.pattern:
             check_refusal(work, results)
+            check_sliced_logits(work, results)
             check_cli(work, results)
             check_example(results)
     for name, case, status, why in results:

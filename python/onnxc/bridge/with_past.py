@@ -12,6 +12,12 @@ where the model's forward takes them) and the cache of each layer,
 ONNX Runtime's generation tools read).  Batch, sequence, past and total
 length are dynamic; a past of length 0 is the prefill, in the same graph.
 
+`logits` is [batch, 1, vocab] by default, the last position's: what
+generate() asks of the model (transformers' `logits_to_keep=1`), so a
+prefill of S tokens runs the LM head on one row, not S.  decoder_spec(model,
+logits="all") keeps every position's ([batch, sequence, vocab]: scoring a
+text, perplexity).
+
 The cache is transformers' DynamicCache built from the past tensors, one
 full layer per decoder layer.  Sliding-window layers (Mistral, Gemma 2 and
 3) keep every position too: their attention mask, made from the window,
@@ -43,7 +49,7 @@ class DecoderSpec:
     """What onnxc.export needs for a decoder with past: `module`, `args`,
     `dynamic_shapes`, `input_names`, `output_names`, and `num_layers`,
     `takes_position_ids`, `past_shapes` ([(heads, head_dim)] per cache
-    tensor, in input order)."""
+    tensor, in input order), `logits` ("last" or "all")."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -54,9 +60,10 @@ class _DecoderWithPast(torch.nn.Module):
     of (key, value) pairs, one a layer; returns (logits, key 0, value 0,
     key 1, ...)."""
 
-    def __init__(self, model):
+    def __init__(self, model, keep):
         super().__init__()
         self.model = model
+        self.keep = keep
 
     def forward(self, input_ids, attention_mask, position_ids, past):
         return self.step(input_ids, attention_mask, past, position_ids=position_ids)
@@ -66,12 +73,17 @@ class _DecoderWithPast(torch.nn.Module):
         cache = DynamicCache()
         for i, (k, v) in enumerate(past):
             cache.update(k, v, i)
+        if self.keep:
+            kw[self.keep] = 1
         out = self.model(input_ids=input_ids, attention_mask=attention_mask,
                          past_key_values=cache, use_cache=True, **kw)
         flat = []
         for layer in out.past_key_values.layers:
             flat += [layer.keys, layer.values]
-        return (out.logits, *flat)
+        logits = out.logits
+        if self.keep is not None and logits.shape[1] != 1:
+            logits = logits[:, -1:, :]
+        return (logits, *flat)
 
 
 class _DecoderWithPastNoPositions(_DecoderWithPast):
@@ -140,11 +152,25 @@ def _prefill_cache(model, batch, past):
     return [(layer.keys, layer.values) for layer in layers]
 
 
-def decoder_spec(model):
-    """The with-past decoder of a transformers causal LM (a DecoderSpec).
-    Raises ExportError for a model whose state is not a key/value cache."""
+def _last_logits_argument(model):
+    """The forward argument that limits the LM head to the last positions
+    (transformers' logits_to_keep, num_logits_to_keep before 4.50), or ''
+    when the model has none (its logits are sliced after the head)."""
+    params = inspect.signature(model.forward).parameters
+    return next((n for n in ("logits_to_keep", "num_logits_to_keep") if n in params), "")
+
+
+def decoder_spec(model, logits="last"):
+    """The with-past decoder of a transformers causal LM (a DecoderSpec);
+    `logits` "last" (the last position's, as generate() computes them) or
+    "all".  Raises ExportError for a model whose state is not a key/value
+    cache."""
     _refuse_unless_causal_lm(model)
+    if logits not in ("last", "all"):
+        raise ExportError("logits=%r: the choices are \"last\" (the last position's, what "
+                          "generate() computes) and \"all\" (every position's)" % (logits,))
     model = model.eval()
+    keep = _last_logits_argument(model) if logits == "last" else None
     takes_pos = "position_ids" in inspect.signature(model.forward).parameters
     past = _prefill_cache(model, TRACE_BATCH, TRACE_PAST)
     n = len(past)
@@ -172,7 +198,8 @@ def decoder_spec(model):
     shapes = []
     for k, v in past:
         shapes += [(k.shape[1], k.shape[3]), (v.shape[1], v.shape[3])]
-    wrapper = (_DecoderWithPast(model) if takes_pos else _DecoderWithPastNoPositions(model)).eval()
+    wrapper = (_DecoderWithPast if takes_pos else _DecoderWithPastNoPositions)(model, keep).eval()
     return DecoderSpec(module=wrapper, args=tuple(args),
                        dynamic_shapes=dyn, input_names=names, output_names=outs,
-                       num_layers=n, takes_position_ids=takes_pos, past_shapes=shapes)
+                       num_layers=n, takes_position_ids=takes_pos, past_shapes=shapes,
+                       logits=logits)
