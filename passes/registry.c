@@ -34,7 +34,7 @@ const char *pipeline_for_level(int level)
 	switch (level) {
 	case 0: return "functionalize,decompose";
 	case 1: return "functionalize,decompose,merge_weights,cse,[simplify,fold,cse,dce]";
-	default: return "functionalize,decompose,merge_weights,cse,simplify,fold,shape_consts,cse,[fuse,dce,simplify,fold,initializers,cse,dce]";
+	default: return "functionalize,decompose,merge_weights,cse,simplify,fold,shape_consts,cse,dce,hoist_slice,[fuse,dce,simplify,fold,initializers,cse,dce]";
 	}
 }
 

@@ -59,10 +59,16 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
     path of a checkpoint directory saved with save_pretrained) into
     `out_dir`; returns a GenerationModel.  `logits`: "last" (default) makes
     a decoder-only model's `logits` output the last position's, [batch, 1,
-    vocab], what generate() computes; "all" every position's.  The other
+    vocab], what generate() computes; "all" every position's (an
+    encoder-decoder's decoder keeps every position's either way: its
+    first step is one token).  The other
     arguments are onnxc.export's, applied to each file (quantize="int4"
     with target="ort": MatMulNBits weights)."""
     from . import ConversionError, export
+    if logits not in ("last", "all"):
+        raise ConversionError("export_for_generation: logits=%r: the choices are \"last\" (the "
+                              "last position's, what generate() computes) and \"all\" (every "
+                              "position's)" % (logits,))
     if isinstance(model, (str, os.PathLike)):
         model = _load_checkpoint(os.fspath(model))
     model = model.eval()
