@@ -43,7 +43,7 @@ enum { MAX_AXES = RT_MAX_RANK };
 
 typedef struct Sig { int64_t axis, start, end, step; } Sig;  /* axis within the data's rank */
 
-typedef struct Rec { Node *s; uint32_t next; } Rec;          /* a Slice in its data's list */
+typedef struct Rec { Node *s; Sig sig; uint32_t next; } Rec;  /* a Slice in its data's list */
 
 typedef struct Hoist {
 	Module *m;
@@ -54,9 +54,11 @@ typedef struct Hoist {
 	uint32_t *head, *count;     /* by ValueId: the Slices reading it with one Sig */
 	uint8_t *mixed;             /* by ValueId: read by Slices of different Sigs */
 	uint32_t cap;
+	VEC(ValueId) touched;       /* the values the current graph's Slices read:
+				     * their entries are cleared for the next graph */
 	VEC(ValueId) work;          /* values whose reads are all their listed Slices */
 	Rewriter rw;                /* merged Slices' results -> the kept one's */
-	uint32_t moved, merged;
+	uint32_t merged;
 } Hoist;
 
 static int const_one(const Module *m, const Node *s, uint32_t i, int64_t *x)
@@ -125,15 +127,13 @@ static void note(Hoist *h, Node *s, const Sig *sig)
 	grow(h, v);
 	if (h->mixed[v])
 		return;
-	if (h->head[v]) {
-		Sig first;
-		slice_sig(h->m, h->recs.v[h->head[v]].s, &first);
-		if (!sig_equal(&first, sig)) {
-			h->mixed[v] = 1;
-			return;
-		}
+	if (!h->head[v])
+		XVEC_PUSH(h->touched, v);
+	else if (!sig_equal(&h->recs.v[h->head[v]].sig, sig)) {
+		h->mixed[v] = 1;
+		return;
 	}
-	XVEC_PUSH(h->recs, ((Rec){ s, h->head[v] }));
+	XVEC_PUSH(h->recs, ((Rec){ s, *sig, h->head[v] }));
 	h->head[v] = h->recs.n - 1;
 	if (v < h->nuses && ++h->count[v] == h->uses[v])
 		XVEC_PUSH(h->work, v);
@@ -255,9 +255,9 @@ static void hoist(Hoist *h, ValueId v)
 {
 	Module *m = h->m;
 	Node *s = h->recs.v[h->head[v]].s;
-	Sig sig;
+	Sig sig = h->recs.v[h->head[v]].sig;
 	int32_t off[32] = { 0 };
-	if (rw_get(&h->rw, v) != v || !slice_sig(m, s, &sig))
+	if (rw_get(&h->rw, v) != v)
 		return;         /* a merged Slice's result */
 	/* The Slices of v are one: s, moved to just after v's definition
 	 * (the top of the graph for an input or an outer value), before every
@@ -294,7 +294,6 @@ static void hoist(Hoist *h, ValueId v)
 	val(m, n->res[0])->def = n;
 	val(m, n->res[0])->res = 0;
 	node_remove(h->g, s);
-	h->moved++;
 	rewrite_count("hoist_slice", n->op == OP_ONNX_MatMul ? "matmul" : "row-wise");
 }
 
@@ -302,14 +301,15 @@ static Status hoist_graph(const GraphVisit *gv, void *ctx)
 {
 	Hoist *h = ctx;
 	h->g = gv->g;
-	h->recs.n = 0;
-	XVEC_PUSH(h->recs, ((Rec){ NULL, 0 }));
-	h->work.n = 0;
-	if (h->head) {
-		memset(h->head, 0, sizeof *h->head * h->cap);
-		memset(h->count, 0, sizeof *h->count * h->cap);
-		memset(h->mixed, 0, sizeof *h->mixed * h->cap);
+	for (uint32_t i = 0; i < h->touched.n; i++) {
+		ValueId v = h->touched.v[i];
+		h->head[v] = h->count[v] = 0;
+		h->mixed[v] = 0;
 	}
+	h->touched.n = 0;
+	h->recs.n = 0;
+	XVEC_PUSH(h->recs, ((Rec){ 0 }));
+	h->work.n = 0;
 	for (Node *n = gv->g->first; n; n = n->next) {
 		Sig sig;
 		if (n->op == OP_ONNX_Slice && slice_sig(h->m, n, &sig))
@@ -338,6 +338,7 @@ Status pass_hoist_slice(Module *m, const PassOptions *opt)
 		module_walk(m, WALK_PROGRAM, apply, &h);
 	free(h.uses);
 	free(h.recs.v);
+	free(h.touched.v);
 	free(h.work.v);
 	free(h.head);
 	free(h.count);
