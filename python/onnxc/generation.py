@@ -65,10 +65,12 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
     arguments are onnxc.export's, applied to each file (quantize="int4"
     with target="ort": MatMulNBits weights)."""
     from . import ConversionError, export
-    if logits not in ("last", "all"):
-        raise ConversionError("export_for_generation: logits=%r: the choices are \"last\" (the "
-                              "last position's, what generate() computes) and \"all\" (every "
-                              "position's)" % (logits,))
+    from .bridge import with_past
+    from .bridge.common import ExportError
+    try:
+        with_past.check_logits(logits)     # before loading: an encoder-decoder checks it too
+    except ExportError as e:
+        raise ConversionError("export_for_generation: %s" % e, diagnostics=str(e)) from e
     if isinstance(model, (str, os.PathLike)):
         model = _load_checkpoint(os.fspath(model))
     model = model.eval()
@@ -84,8 +86,6 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
         info = seq2seq.export_seq2seq(model, out_dir, report=report, **kw)
         return GenerationModel(out_dir, info["decoder"], info["encoder"], info=info,
                                config=_token_config(model))
-    from .bridge import with_past
-    from .bridge.common import ExportError
     try:
         spec = with_past.decoder_spec(model, logits=logits)
     except ExportError as e:

@@ -397,8 +397,6 @@ def check_sliced_logits(work, results):
     logits are sliced after the head, and the file still gives the last
     position's, [batch, 1, vocab], as generate() does; a bad value of
     logits is refused."""
-    import onnxruntime as ort
-    import onnxc
     from onnxc.generation import _token_config
     model = build("llama")
     base = type(model)
@@ -411,14 +409,8 @@ def check_sliced_logits(work, results):
                                 use_cache=use_cache)
 
     model.__class__ = NoLogitsToKeep
-    try:
-        g = onnxc.export_for_generation(model, os.path.join(work, "llama-sliced"), progress=False)
-        sess = ort.InferenceSession(g.decoder.path, providers=["CPUExecutionProvider"])
-        ids, mask = prompts(model, 3, PADS, seed=21)
-        why = check_case(sess, model, ids, mask, _token_config(model), logits="last")
-    except Exception as e:   # noqa: BLE001 (reported, counted)
-        why = "export: %s" % str(e).strip().splitlines()[0][:200]
-    results.append(("logits", "sliced-last", "FAIL" if why else "ok", why))
+    check_form(results, "logits", "sliced-last", model, model, _token_config(model),
+               os.path.join(work, "llama-sliced"), [], 21)
     refused(work, results, "logits", model, "the choices are", logits="first")
 
 

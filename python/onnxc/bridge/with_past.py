@@ -160,15 +160,20 @@ def _last_logits_argument(model):
     return next((n for n in ("logits_to_keep", "num_logits_to_keep") if n in params), "")
 
 
+def check_logits(logits):
+    """Refuses (ExportError) a `logits` choice other than "last" and "all"."""
+    if logits not in ("last", "all"):
+        raise ExportError("logits=%r: the choices are \"last\" (the last position's, what "
+                          "generate() computes) and \"all\" (every position's)" % (logits,))
+
+
 def decoder_spec(model, logits="last"):
     """The with-past decoder of a transformers causal LM (a DecoderSpec);
     `logits` "last" (the last position's, as generate() computes them) or
     "all".  Raises ExportError for a model whose state is not a key/value
     cache."""
     _refuse_unless_causal_lm(model)
-    if logits not in ("last", "all"):
-        raise ExportError("logits=%r: the choices are \"last\" (the last position's, what "
-                          "generate() computes) and \"all\" (every position's)" % (logits,))
+    check_logits(logits)
     model = model.eval()
     keep = _last_logits_argument(model) if logits == "last" else None
     takes_pos = "position_ids" in inspect.signature(model.forward).parameters
