@@ -59,14 +59,16 @@ genai_config.json), so the same timing code drives them all:
 
 Timing: with the default size all files of an architecture are open at
 once and rounds alternate among them (the order rotated each round), each
-round timing a batch of runs lasting about --sample-ms; --1b opens one file
-at a time (its files are 4.4 GB each).  A cell is the median over the
-rounds and its ratio to onnxc fp32 with a 95% bootstrap interval (rounds of
-each file resampled).  A second table sets onnxc's files against the
-builder's of the same weights (onnxc int4 / builder int4, onnxc
--target=ort / builder fp32): the ratio of the medians on every row and
-on the greedy loop's time, with its 95% interval, and whether onnxc is
-faster, tied (the interval holds 1.00) or slower.
+round timing a batch of runs lasting about --sample-ms.  --1b's fp32 files
+are 4.4 GB each, so it opens each builder file with the onnxc files the
+second table sets against it (the int4 files together; onnxc -target=ort
+with builder fp32) and every other file alone: at most two fp32 files at
+once.  A cell is the median over the rounds and its ratio to onnxc fp32
+with a 95% bootstrap interval (rounds of each file resampled).  A second
+table sets onnxc's files against the builder's of the same weights (onnxc
+int4 / builder int4, onnxc -target=ort / builder fp32): the ratio of the
+medians on every row and on the greedy loop's time, with its 95% interval,
+and whether onnxc is faster, tied (the interval holds 1.00) or slower.
 
 The encoder part (--no-encoders leaves it out): BERT-4L and DistilBERT-4L
 (hidden 768, batch 1, sequence 128, random weights) as onnxc fp32 against
@@ -683,6 +685,19 @@ PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-int4-all", "genai-int4"),
          ("onnxc-int4-gqa", "genai-int4"), ("onnxc-ort", "genai-fp32"))
 
 
+def pair_groups(files):
+    """`files` in groups to open and time together, in the order of `files`:
+    each builder file of PAIRS with the onnxc files set against it, every
+    other file alone.  A pair's ratio is only fair when its rounds
+    interleave (timings taken minutes apart drift more than the files
+    differ); grouping no more than that keeps at most two fp32 files open."""
+    partner = {ours: theirs for ours, theirs in PAIRS if ours in files and theirs in files}
+    groups = {}
+    for k in files:
+        groups.setdefault(partner.get(k, k), []).append(k)
+    return list(groups.values())
+
+
 def verdict(lo, hi):
     return "faster" if hi < 1 else "slower" if lo > 1 else "tie"
 
@@ -863,7 +878,8 @@ def run_arch(arch, a, work):
         ref = torch_reference(ckpt, prompt, a.new)
     ok = [k for k in a.files if builds[k].get("ok")]
     res = {"builds": builds, "times": {}, "tps": {}, "loops": {}, "acc": {}}
-    groups = [[k] for k in ok] if a.one_b else [ok]
+    # the 1.1B files do not all fit in memory at once: open them by pair
+    groups = pair_groups(ok) if a.one_b else [ok]
     for t in a.threads:
         res["times"][t], res["tps"][t], res["loops"][t] = {}, {}, {}
         for group in groups:
