@@ -26,6 +26,7 @@ typedef struct PassOptions {
 	int quantize_dynamic;       /* quantize: int8-dynamic (quantize_bits 8): MatMulInteger or
 				     * DynamicQuantizeMatMul, A quantized at run time */
 	const char *quantize_exclude; /* quantize: "P,Q" glob patterns of products left float; NULL: none */
+	int quantize_embedding;     /* quantize: also the tables of Gather (embeddings), -quantize-embedding */
 	int aten_fallback;          /* decompose: an ATen op kept (allow_custom_ops) is written
 				     * as org.pytorch.aten::ATen(operator = ...) */
 	int ort_gqa;                /* fuse_ort: attention over a key/value cache as

@@ -64,11 +64,30 @@
  * -quantize-exclude=P,Q (every mode): a node whose weight name, node name
  * or module path matches a glob stays as it is.
  *
+ * -quantize-embedding (every mode): Gather(w, ids) along axis 0 of a
+ * weight w [V,K] too, each row's K values in blocks as above (int8-dynamic:
+ * 8 bits, symmetric, blocks of 32):
+ *   -target=ort:  com.microsoft::GatherBlockQuantized(B, ids, scales[,
+ *                 zero_points], gather_axis = 0, quantize_axis = 1,
+ *                 block_size, bits) in place: B uint8 [V, K * bits / 8],
+ *                 each row's codes packed low bits first, offset like
+ *                 MatMulNBits' but the last block not padded (K even at 4
+ *                 bits); scales [V, nblocks], zero points [V, ceil(nblocks *
+ *                 bits / 8)], a row's packed like MatMulNBits'
+ *   -target=onnx: DequantizeLinear(Gather(q, ids), Gather(scale, ids)[,
+ *                 Gather(zp, ids)], axis = -1, block_size) in place: q int8
+ *                 (uint8 with zero points) [V, K] even at 4 bits, as ONNX
+ *                 Runtime's Gather takes no 4-bit tensor; scale and zero
+ *                 point [V, nblocks] (opset 21)
+ * A table the LM head also reads (tied embeddings) is quantized once for
+ * each: MatMulNBits and GatherBlockQuantized lay their codes out apart.
+ *
  * Not quantized: weights of other dtypes, shapes that are not static, a
  * MatMul whose A has rank below 2 (ort), a Gemm whose bias is not a vector
- * of N (ort), graphs other than the top-level ones; Gather's embedding
- * table, even when it is the LM head's weight (the float copy stays for
- * the Gather).  Linear: one walk, use counts computed once. */
+ * of N (ort), graphs other than the top-level ones; without
+ * -quantize-embedding, Gather's embedding table, even when it is the LM
+ * head's weight (the float copy stays for the Gather).  Linear: one walk,
+ * use counts computed once. */
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -235,8 +254,18 @@ static void put_scale(Sink *s, DType dt, float x)
  * and the DequantizeLinear made of them (-target=onnx, once made). */
 typedef struct QOut { ValueId q, scale, zp, dq; } QOut;
 
+/* The layouts a weight's codes are written in (header). */
+typedef enum Form {
+	F_DQ,                       /* DequantizeLinear: the weight's own layout, 4-bit codes packed */
+	F_NBITS,                    /* MatMulNBits: rows of N, blocks padded, codes offset */
+	F_DYN,                      /* int8-dynamic: MatMulInteger's int8 [K,N] */
+	F_GATHER,                   /* GatherBlockQuantized: rows of V, codes offset, not padded */
+	F_GATHER_DQ,                /* Gather + DequantizeLinear: rows of V, a byte a code */
+} Form;
+
 typedef struct Job {
 	const Quant *q;
+	Form form;
 	RtWeights *w;
 	const uint8_t *src;
 	int64_t rows, cols;         /* the weight's shape */
@@ -247,29 +276,31 @@ typedef struct Job {
 	int *code;
 } Job;
 
-/* One block, at x: codes and scale to their sinks; with `pad`, the codes
- * are padded to a whole block with the zero point's code (MatMulNBits). */
-static int emit_block(Job *j, const float *x, int len, int pad)
+/* One block, at x: codes and scale to their sinks.  The contrib ops'
+ * symmetric codes are offset by their default zero point, and
+ * MatMulNBits' are padded to a whole block with the zero point's code. */
+static int emit_block(Job *j, const float *x, int len)
 {
 	float s;
 	int z;
 	quant_block(j->q, x, len, j->code, &s, &z);
-	int off = j->q->zp ? 0 : 1 << (j->q->bits - 1);
+	int packed = j->form == F_NBITS || j->form == F_GATHER;
+	int off = packed && !j->q->zp ? 1 << (j->q->bits - 1) : 0;
 	for (int i = 0; i < len; i++)
-		sink_code(&j->codes, j->code[i] + (pad ? off : 0));
-	for (int i = len; pad && i < j->q->block; i++)
+		sink_code(&j->codes, j->code[i] + off);
+	for (int i = len; j->form == F_NBITS && i < j->q->block; i++)
 		sink_code(&j->codes, z + off);
 	put_scale(&j->scales, j->q->dt, s);
 	return z;
 }
 
-/* MatMulNBits from row r's K values at x: its blocks, then its packed
- * zero points. */
-static void nbits_row(Job *j, const float *x)
+/* MatMulNBits and GatherBlockQuantized from a row's K values at x: its
+ * blocks, then its packed zero points. */
+static void packed_row(Job *j, const float *x)
 {
 	for (int64_t b = 0; b < j->nblk; b++) {
 		int64_t k0 = b * j->q->block, len = j->k - k0 < j->q->block ? j->k - k0 : j->q->block;
-		int z = emit_block(j, x + k0, (int)len, 1);
+		int z = emit_block(j, x + k0, (int)len);
 		if (j->q->zp)
 			sink_code(&j->zps, z);
 	}
@@ -278,19 +309,19 @@ static void nbits_row(Job *j, const float *x)
 
 /* A [N,K] weight: each row is one output row, whatever the form; a band
  * of rows is read, then released. */
-static void run_rows(Job *j, int nbits)
+static void run_rows(Job *j)
 {
 	size_t es = (size_t)dtype_bits(j->q->dt) / 8, row = (size_t)j->k * es, done = 0;
 	for (int64_t r = 0; r < j->n; r++) {
 		const uint8_t *p = j->src + (size_t)r * row;
 		for (int64_t c = 0; c < j->k; c++)
 			j->x[c] = elem(j->q->dt, p, (size_t)c);
-		if (nbits) {
-			nbits_row(j, j->x);
+		if (j->form == F_NBITS || j->form == F_GATHER) {
+			packed_row(j, j->x);
 		} else {
 			for (int64_t b = 0; b < j->nblk; b++) {
 				int64_t k0 = b * j->q->block, len = j->k - k0 < j->q->block ? j->k - k0 : j->q->block;
-				int z = emit_block(j, j->x + k0, (int)len, 0);
+				int z = emit_block(j, j->x + k0, (int)len);
 				if (j->q->zp)
 					sink_code(&j->zps, z);
 			}
@@ -358,7 +389,7 @@ static Status run_kn_nbits(Job *j)
 {
 	if (transpose_src(j, j->k, j->n) != OK)
 		return FAILED;
-	run_rows(j, 1);
+	run_rows(j);
 	mapped_drop(j);
 	return OK;
 }
@@ -409,12 +440,14 @@ typedef struct Qz {
 	Quant q;                    /* q.dt: the dtype of the weight being quantized */
 	RtWeights w;
 	uint32_t *uses;
-	QOut *done[2];              /* by ValueId and K axis: the weight's quantized values */
+	QOut *done[3];              /* by ValueId, for products by K axis, [2] for Gather: the
+				     * weight's quantized values */
 	Node **user;                /* int8-dynamic at ort: by ValueId, a node that reads it */
 	uint32_t *areads;           /* int8-dynamic at ort: by ValueId, the products quantized with it as A */
 	Node **aq;                  /* int8-dynamic at ort: by ValueId, A's DynamicQuantizeLinear */
 	uint32_t nv;                /* values before the pass */
 	uint32_t count;
+	uint32_t rows;              /* Gathers of a quantized table */
 	Status st;
 } Qz;
 
@@ -441,14 +474,14 @@ static ValueId new_const(Qz *z, Graph *g, const Node *n, ValueId wv, const char 
 }
 
 /* Runs job j over its weight in the order its layout and form need. */
-static Status run_job(Job *j, int nbits)
+static Status run_job(Job *j)
 {
 	Status st = OK;
 	j->x = xmalloc((size_t)(j->k > j->q->block ? j->k : j->q->block) * sizeof *j->x);
 	j->code = xmalloc((size_t)j->q->block * sizeof *j->code);
 	if (j->kaxis) {
-		run_rows(j, nbits);
-	} else if (nbits) {
+		run_rows(j);
+	} else if (j->form == F_NBITS) {
 		st = run_kn_nbits(j);
 	} else {
 		int *band = xmalloc((size_t)(j->q->block * j->n) * sizeof *band);
@@ -460,12 +493,21 @@ static Status run_job(Job *j, int nbits)
 	return st;
 }
 
-/* The types of j's three outputs (header: the two forms' layouts). */
-static void job_types(Qz *z, const Job *j, int nbits, Type **tq, Type **ts, Type **tz)
+/* The types of j's three outputs (header: the forms' layouts). */
+static void job_types(Qz *z, const Job *j, Type **tq, Type **ts, Type **tz)
 {
 	const Quant *q = &z->q;
-	DType cdt = nbits ? DT_U8 : q->bits == 4 ? (q->zp ? DT_U4 : DT_I4) : (q->zp ? DT_U8 : DT_I8);
-	if (nbits) {
+	DType cdt = j->form == F_NBITS || j->form == F_GATHER ? DT_U8
+		  : q->bits == 4 && j->form == F_DQ ? (q->zp ? DT_U4 : DT_I4) : q->zp ? DT_U8 : DT_I8;
+	if (j->form == F_GATHER) {
+		int64_t b[2] = { j->n, (j->k * q->bits + 7) / 8 }, s[2] = { j->n, j->nblk };
+		int64_t zs[2] = { j->n, (j->nblk * q->bits + 7) / 8 };
+		*tq = tensor_type(z->m, cdt, 2, b);
+		*ts = tensor_type(z->m, q->dt, 2, s);
+		*tz = tensor_type(z->m, DT_U8, 2, zs);
+		return;
+	}
+	if (j->form == F_NBITS) {
 		int64_t b[3] = { j->n, j->nblk, (int64_t)q->block * q->bits / 8 }, s[1] = { j->n * j->nblk };
 		int64_t zs[1] = { j->n * ((j->nblk * q->bits + 7) / 8) };
 		*tq = tensor_type(z->m, cdt, 3, b);
@@ -480,10 +522,9 @@ static void job_types(Qz *z, const Job *j, int nbits, Type **tq, Type **ts, Type
 	*tz = tensor_type(z->m, cdt, 2, s);
 }
 
-/* Quantizes weight wv (of shape [rows, cols], K along kaxis) for the
- * form asked for; 0 after a failed read or write (the weight then stays
- * as it is). */
-static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis, QOut *out)
+/* Quantizes weight wv (of shape [rows, cols], K along kaxis) in form f;
+ * 0 after a failed read or write (the weight then stays as it is). */
+static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis, Form f, QOut *out)
 {
 	const Type *t = val(z->m, wv)->type;
 	size_t nbytes;
@@ -492,29 +533,31 @@ static int quantize_weight(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis
 	diag_mute(0);
 	if (!src || nbytes != tensor_nbytes(z->q.dt, type_numel(t)))
 		return 0;
-	Job j = { .q = &z->q, .w = &z->w, .src = src, .rows = t->dims[0].v, .cols = t->dims[1].v, .kaxis = kaxis };
+	Job j = { .q = &z->q, .form = f, .w = &z->w, .src = src, .rows = t->dims[0].v, .cols = t->dims[1].v,
+		  .kaxis = kaxis };
 	j.k = kaxis ? j.cols : j.rows;
 	j.n = kaxis ? j.rows : j.cols;
 	j.nblk = (j.k + z->q.block - 1) / z->q.block;
-	int dyn = z->opt->quantize_dynamic, nbits = z->opt->target_ort && !dyn;
-	sink_init(&j.codes, z->q.bits);
+	int dyn = f == F_DYN, gather = f == F_GATHER || f == F_GATHER_DQ;
+	sink_init(&j.codes, f == F_GATHER_DQ ? 8 : z->q.bits);
 	sink_init(&j.scales, 8);
-	sink_init(&j.zps, z->q.bits);
-	Status st = dyn ? run_dynamic(&j) : run_job(&j, nbits);
+	sink_init(&j.zps, f == F_GATHER_DQ ? 8 : z->q.bits);
+	Status st = dyn ? run_dynamic(&j) : run_job(&j);
 	Type *ty[3];
 	if (dyn) {
 		int64_t b[2] = { j.k, j.n };
 		ty[0] = tensor_type(z->m, DT_I8, 2, b);
 		ty[1] = ty[2] = tensor_type(z->m, DT_F32, 1, b + 1);
 	} else {
-		job_types(z, &j, nbits, &ty[0], &ty[1], &ty[2]);
+		job_types(z, &j, &ty[0], &ty[1], &ty[2]);
 	}
 	Tensor *tq = sink_tensor(z->m, &j.codes, ty[0]), *ts = sink_tensor(z->m, &j.scales, ty[1]);
 	Tensor *tz = sink_tensor(z->m, &j.zps, ty[2]);
 	if (st != OK || !tq || !ts || !tz)
 		return 0;
-	*out = (QOut){ new_const(z, g, n, wv, nbits ? "q" : "quant", tq), new_const(z, g, n, wv, "scale", ts),
-		       z->q.zp ? new_const(z, g, n, wv, "zero_point", tz) : VNONE, VNONE };
+	*out = (QOut){ new_const(z, g, n, wv, gather ? "rows_quant" : f == F_NBITS ? "q" : "quant", tq),
+		       new_const(z, g, n, wv, gather ? "rows_scale" : "scale", ts),
+		       z->q.zp ? new_const(z, g, n, wv, gather ? "rows_zero_point" : "zero_point", tz) : VNONE, VNONE };
 	z->count++;
 	return 1;
 }
@@ -530,14 +573,15 @@ static int quantizable(Qz *z, ValueId v)
 	return x->kind == VK_PARAM || x->kind == VK_BUFFER || const_tensor(z->m, v) != NULL;
 }
 
-/* The quantized values of weight wv along kaxis, made on first use. */
-static QOut *quantized(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis)
+/* The quantized values of weight wv along kaxis in form f, made on first
+ * use (a product's by its K axis, a Gather's apart). */
+static QOut *quantized(Qz *z, Graph *g, const Node *n, ValueId wv, int kaxis, Form f)
 {
-	QOut *o = &z->done[kaxis][wv];
+	QOut *o = &z->done[f == F_GATHER || f == F_GATHER_DQ ? 2 : kaxis][wv];
 	if (o->q)
 		return o;
 	z->q.dt = (DType)val(z->m, wv)->type->dtype;
-	return quantize_weight(z, g, n, wv, kaxis, o) ? o : NULL;
+	return quantize_weight(z, g, n, wv, kaxis, f, o) ? o : NULL;
 }
 
 static Named int_attr(const char *name, int64_t v) { return (Named){ sym_cstr(name), { .kind = A_INT, .u.i = v } }; }
@@ -623,28 +667,35 @@ static int legal(Qz *z, const Node *n, ValueId w, int kaxis, ValueId *bias)
 					    !tc->dims[0].sym && tc->dims[0].v == nn));
 }
 
-/* n becomes MatMulNBits in place: its result, name and provenance stay. */
+/* n becomes the contrib op com.microsoft::name in place (its result, name
+ * and provenance stay), with nargs operands, all absent, and room for nkw
+ * attributes. */
+static void to_contrib(Qz *z, Node *n, const char *name, uint32_t nargs, uint32_t nkw)
+{
+	n->op = OP_GENERIC;
+	n->domain = sym_cstr("com.microsoft");
+	n->name = sym_cstr(name);
+	n->nargs = nargs;
+	n->args = ARENA_ARRAY(&z->m->arena, Arg, nargs);
+	for (uint32_t i = 0; i < nargs; i++)
+		n->args[i] = (Arg){ .kind = A_NONE };
+	n->nkw = nkw;
+	n->kw = nkw ? ARENA_ARRAY(&z->m->arena, Named, nkw) : NULL;
+}
+
+/* n becomes MatMulNBits in place. */
 static void to_nbits(Qz *z, Node *n, ValueId w, int kaxis, const QOut *o, ValueId bias)
 {
 	const Type *tw = val(z->m, w)->type;
 	ValueId a = operand(n, 0);
-	uint32_t nargs = bias ? 6 : o->zp ? 4 : 3;
-	n->op = OP_GENERIC;
-	n->domain = sym_cstr("com.microsoft");
-	n->name = sym_cstr("MatMulNBits");
-	n->nargs = nargs;
-	n->args = ARENA_ARRAY(&z->m->arena, Arg, nargs);
+	to_contrib(z, n, "MatMulNBits", bias ? 6 : o->zp ? 4 : 3, z->opt->quantize_accuracy ? 5 : 4);
 	n->args[0] = value_arg(a);
 	n->args[1] = value_arg(o->q);
 	n->args[2] = value_arg(o->scale);
-	for (uint32_t i = 3; i < nargs; i++)
-		n->args[i] = (Arg){ .kind = A_NONE };
 	if (o->zp)
 		n->args[3] = value_arg(o->zp);
 	if (bias)
 		n->args[5] = value_arg(bias);
-	n->nkw = z->opt->quantize_accuracy ? 5 : 4;
-	n->kw = ARENA_ARRAY(&z->m->arena, Named, n->nkw);
 	n->kw[0] = int_attr("K", tw->dims[kaxis].v);
 	n->kw[1] = int_attr("N", tw->dims[1 - kaxis].v);
 	n->kw[2] = int_attr("bits", z->q.bits);
@@ -762,13 +813,7 @@ static void to_dynamic_ort(Qz *z, Graph *g, Node *n, ValueId w, int kaxis, const
 	Node *add = bias ? NULL : bias_add(z, n, w, kaxis, &bias);
 	ValueId a = operand(n, 0);
 	Node *dq = a < z->nv && z->areads[a] > 1 ? shared_quant(z, g, n, a) : NULL;
-	n->op = OP_GENERIC;
-	n->domain = sym_cstr("com.microsoft");
-	n->name = sym_cstr(dq ? "MatMulIntegerToFloat" : "DynamicQuantizeMatMul");
-	n->nargs = dq ? (bias ? 7 : 5) : bias ? 5 : 3;
-	n->args = ARENA_ARRAY(&z->m->arena, Arg, n->nargs);
-	for (uint32_t i = 0; i < n->nargs; i++)
-		n->args[i] = (Arg){ .kind = A_NONE };
+	to_contrib(z, n, dq ? "MatMulIntegerToFloat" : "DynamicQuantizeMatMul", dq ? (bias ? 7 : 5) : bias ? 5 : 3, 0);
 	if (dq) {
 		ValueId in[5] = { dq->res[0], o->q, dq->res[1], o->scale, dq->res[2] };
 		for (int i = 0; i < 5; i++)
@@ -780,7 +825,6 @@ static void to_dynamic_ort(Qz *z, Graph *g, Node *n, ValueId w, int kaxis, const
 	}
 	if (bias)
 		n->args[n->nargs - 1] = value_arg(bias);
-	n->nkw = 0;
 	if (add) {
 		n->res[0] = add->res[0];
 		val(z->m, n->res[0])->def = n;
@@ -824,7 +868,8 @@ static void quantize_node(Qz *z, Graph *g, Node *n)
 	ValueId bias, w = taken(z, n, &kaxis, &tr, &bias);
 	if (!w)
 		return;
-	QOut *o = quantized(z, g, n, w, kaxis);
+	Form f = z->opt->quantize_dynamic ? F_DYN : z->opt->target_ort ? F_NBITS : F_DQ;
+	QOut *o = quantized(z, g, n, w, kaxis, f);
 	if (!o)
 		return;
 	if (z->opt->quantize_dynamic) {
@@ -843,6 +888,76 @@ static void quantize_node(Qz *z, Graph *g, Node *n)
 	at->args[tr ? 0 : 1] = value_arg(dq);
 }
 
+/* ---- -quantize-embedding ----------------------------------------------- */
+
+/* The onnx form: DequantizeLinear(Gather(q, ids), Gather(scale, ids)[,
+ * Gather(zp, ids)], axis = -1, block_size), n (the Gather) becoming the
+ * DequantizeLinear. */
+static void to_gather_dq(Qz *z, Graph *g, Node *n, const QOut *o)
+{
+	static const char *const suffix[3] = { "rows_quant", "rows_scale", "rows_zero_point" };
+	ValueId ids = operand(n, 1), part[3] = { o->q, o->scale, o->zp }, got[3] = { VNONE, VNONE, VNONE };
+	const Type *ti = val(z->m, ids)->type;
+	for (int i = 0; i < 3; i++) {
+		if (!part[i])
+			continue;
+		const Type *tp = val(z->m, part[i])->type;
+		Dim *dims = ARENA_ARRAY(&z->m->arena, Dim, ti->rank + 1);
+		memcpy(dims, ti->dims, (size_t)ti->rank * sizeof *dims);
+		dims[ti->rank] = tp->dims[1];
+		Node *d = node_before(z, g, n, OP_ONNX_Gather, 1, 2, 0);
+		d->args[0] = value_arg(part[i]);
+		d->args[1] = value_arg(ids);
+		got[i] = new_result(z, n, d, 0, suffix[i], type_tensor(&z->m->arena, (DType)tp->dtype, ti->rank + 1, dims));
+	}
+	n->op = OP_ONNX_DequantizeLinear;
+	n->name = op_name_of(n->op);
+	n->nargs = o->zp ? 3 : 2;
+	n->args = ARENA_ARRAY(&z->m->arena, Arg, n->nargs);
+	for (uint32_t i = 0; i < n->nargs; i++)
+		n->args[i] = value_arg(got[i]);
+	n->nkw = 2;
+	n->kw = ARENA_ARRAY(&z->m->arena, Named, 2);
+	n->kw[0] = int_attr("axis", -1);
+	n->kw[1] = int_attr("block_size", z->q.block);
+}
+
+/* Gather(w, ids) along axis 0 of a weight w [V,K], ids an integer tensor
+ * of known rank: the table quantized by rows (header), the Gather
+ * rewritten in place.  A 4-bit GatherBlockQuantized packs two codes a
+ * byte along each row: an odd K stays float. */
+static void quantize_gather(Qz *z, Graph *g, Node *n)
+{
+	if (!z->opt->quantize_embedding || n->domain != S_onnx || n->op != OP_ONNX_Gather || n->nargs != 2 || n->nres != 1)
+		return;
+	ValueId w = operand(n, 0), ids = operand(n, 1);
+	const Type *ti = ids ? val(z->m, ids)->type : NULL;
+	int64_t axis = attr_i(n, "axis", 0);
+	int ort = z->opt->target_ort;
+	if (!quantizable(z, w) || (axis != 0 && axis != -2) || !ti || ti->kind != TY_TENSOR ||
+	    (ti->dtype != DT_I64 && ti->dtype != DT_I32) || excluded(z, n, w) ||
+	    (ort && z->q.bits == 4 && val(z->m, w)->type->dims[1].v % 2))
+		return;
+	QOut *o = quantized(z, g, n, w, 1, ort ? F_GATHER : F_GATHER_DQ);
+	if (!o)
+		return;
+	z->rows++;
+	if (!ort) {
+		to_gather_dq(z, g, n, o);
+		return;
+	}
+	to_contrib(z, n, "GatherBlockQuantized", o->zp ? 4 : 3, 4);
+	n->args[0] = value_arg(o->q);
+	n->args[1] = value_arg(ids);
+	n->args[2] = value_arg(o->scale);
+	if (o->zp)
+		n->args[3] = value_arg(o->zp);
+	n->kw[0] = int_attr("gather_axis", 0);
+	n->kw[1] = int_attr("quantize_axis", 1);
+	n->kw[2] = int_attr("block_size", z->q.block);
+	n->kw[3] = int_attr("bits", z->q.bits);
+}
+
 static Status quantize_graph(const GraphVisit *v, void *ctx)
 {
 	Qz *z = ctx;
@@ -858,17 +973,21 @@ static Status quantize_graph(const GraphVisit *v, void *ctx)
 		if (a && a < z->nv && taken(z, n, &kaxis, &tr, &bias))
 			z->areads[a]++;
 	}
-	for (Node *n = v->g->first; n; n = n->next)   /* new nodes go before n; an Add after it may go */
+	for (Node *n = v->g->first; n; n = n->next) {   /* new nodes go before n; an Add after it may go */
 		quantize_node(z, v->g, n);
+		quantize_gather(z, v->g, n);
+	}
 	return OK;
 }
 
 /* DequantizeLinear's block_size needs opset 21: a module below it is
- * converted (the driver refuses an -opset= below it). */
-static Status raise_opset(Module *m, const PassOptions *opt)
+ * converted (the driver refuses an -opset= below it).  int8-dynamic's
+ * products need no more than opset 11 (DynamicQuantizeLinear), its
+ * quantized tables (rows > 0) do. */
+static Status raise_opset(Module *m, const PassOptions *opt, uint32_t rows)
 {
-	if (opt->target_ort || opt->quantize_dynamic)
-		return OK;          /* DynamicQuantizeLinear is opset 11, MatMulInteger 10 */
+	if (opt->target_ort || (opt->quantize_dynamic && !rows))
+		return OK;
 	int64_t now = opsets_onnx(&m->opsets, opt->opset);
 	if (now >= QZ_OPSET)
 		return OK;
@@ -888,6 +1007,7 @@ Status pass_quantize(Module *m, const PassOptions *opt)
 	uint32_t nv = z.nv = m->vals.n;
 	z.done[0] = xcalloc(nv + 1, sizeof(QOut));
 	z.done[1] = xcalloc(nv + 1, sizeof(QOut));
+	z.done[2] = xcalloc(nv + 1, sizeof(QOut));
 	z.user = xcalloc(nv + 1, sizeof(Node *));
 	z.aq = xcalloc(nv + 1, sizeof(Node *));
 	z.areads = xcalloc(nv + 1, sizeof(uint32_t));
@@ -896,9 +1016,10 @@ Status pass_quantize(Module *m, const PassOptions *opt)
 	rt_weights_close(&z.w);
 	free(z.done[0]);
 	free(z.done[1]);
+	free(z.done[2]);
 	free(z.user);
 	free(z.aq);
 	free(z.areads);
 	free(z.uses);
-	return z.count ? raise_opset(m, opt) : OK;
+	return z.count ? raise_opset(m, opt, z.rows) : OK;
 }

@@ -41,6 +41,7 @@ typedef struct Opts {
 	int quantize_accuracy;      /* -quantize-accuracy-level=N: N + 1; 0: not given */
 	int quantize_dynamic;       /* -quantize=int8-dynamic */
 	const char *quantize_exclude; /* -quantize-exclude=P,Q; NULL: not given */
+	int quantize_embedding;     /* -quantize-embedding */
 	DecompLib *lib;
 	const char *report_file;    /* -report[=FILE.md] */
 	Report *report;
@@ -112,6 +113,10 @@ static const char usage_text[] =
 	"                           com.microsoft::DynamicQuantizeMatMul\n"
 	"  -quantize-exclude=P[,Q]  leave float the products whose weight name, node\n"
 	"                           name or module path matches a glob pattern P, Q\n"
+	"  -quantize-embedding      also quantize the tables of Gather (embeddings, the\n"
+	"                           LM head's when tied), blockwise along each row: with\n"
+	"                           -target=ort as com.microsoft::GatherBlockQuantized,\n"
+	"                           else Gather of int8 codes and DequantizeLinear\n"
 	"  -quantize-block=N        values along K that share a scale: a power of two\n"
 	"                           from 16 to 4096 (default 32)\n"
 	"  -quantize-zero-points    unsigned codes with a zero point a block (default:\n"
@@ -429,6 +434,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			o->quantize_exclude = v;
 		} else if (strcmp(a, "-quantize-zero-points") == 0) {
 			o->quantize_zero_points = 1;
+		} else if (strcmp(a, "-quantize-embedding") == 0) {
+			o->quantize_embedding = 1;
 		} else if (match(a, "-quantize", &v)) {
 			o->quantize_dynamic = strcmp(v, "int8-dynamic") == 0;
 			if (strcmp(v, "int4") != 0 && strcmp(v, "int8") != 0 && !o->quantize_dynamic)
@@ -456,6 +463,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 			    "level: -quantize-block, -quantize-zero-points and -quantize-accuracy-level are for int4|int8");
 	if (!o->quantize_bits && o->quantize_exclude)
 		usage_error("%s", "-quantize-exclude needs -quantize=");
+	if (!o->quantize_bits && o->quantize_embedding)
+		usage_error("%s", "-quantize-embedding needs -quantize=");
 	if (!o->quantize_bits && (o->quantize_block || o->quantize_zero_points || o->quantize_accuracy))
 		usage_error("%s", o->quantize_block ? "-quantize-block needs -quantize=int4|int8"
 				  : o->quantize_accuracy ? "-quantize-accuracy-level needs -quantize=int4|int8"
@@ -464,7 +473,8 @@ static void parse_args(int argc, char **argv, Opts *o)
 		usage_error("%s", "-ort-attention chooses among ONNX Runtime's forms: it needs -target=ort");
 	if (o->quantize_accuracy && !o->target_ort)
 		usage_error("%s", "-quantize-accuracy-level is MatMulNBits' attribute: it needs -target=ort");
-	if (o->quantize_bits && !o->quantize_dynamic && !o->target_ort && o->w.opset && o->w.opset < 21) {
+	if (o->quantize_bits && (!o->quantize_dynamic || o->quantize_embedding) && !o->target_ort && o->w.opset &&
+	    o->w.opset < 21) {
 		char opset[16];
 		snprintf(opset, sizeof opset, "%d", o->w.opset);
 		usage_error("-quantize at -target=onnx writes DequantizeLinear with block_size, which needs opset 21: "
@@ -522,7 +532,8 @@ static int run_pipeline(Module *m, const Pipeline *pl, const Opts *o)
 	PassOptions po = { o->w.opset ? o->w.opset : 18, o->allow_custom_ops, o->lib, o->fold_limit,
 			   o->w.weights_dir, o->outline_classes, o->outline, o->target_ort, o->quantize_bits,
 			   (int)o->quantize_block, o->quantize_zero_points, o->quantize_accuracy,
-			   o->quantize_dynamic, o->quantize_exclude, o->aten_fallback, o->ort_gqa };
+			   o->quantize_dynamic, o->quantize_exclude, o->quantize_embedding, o->aten_fallback,
+			   o->ort_gqa };
 	if (o->bisector && bisect_begin(o->bisector, m) != OK)
 		return 1;
 	double total_ms = 0;

@@ -116,7 +116,7 @@ static Status lower(Module *m)
 	if (pipeline_parse(pipeline_for_level(0), &pl, &bad, &badlen) != OK)
 		ONNXC_BUG("the -O0 pipeline does not parse");
 	DecompLib *lib = decomp_lib_new(NULL, NULL, 0);
-	PassOptions po = { 18, 0, lib, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0 };
+	PassOptions po = { 18, 0, lib, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0 };
 	Status s = OK;
 	for (uint32_t i = 0; s == OK && i < pl.n; i++)
 		if (pl.v[i]->run(m, &po) != OK || diag_error_count())

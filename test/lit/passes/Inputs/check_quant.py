@@ -23,7 +23,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-d, path, bits, block, zp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
+# The quantization checked, set by main() (or by a script importing this one).
+bits, block, zp = 4, 32, False
 
 
 def weights(p):
@@ -124,55 +125,63 @@ def decode_dq(inits, name, shape):
     return codes, sc, z, True
 
 
-w = weights(d + "/w.safetensors")
-m = onnx.load(path, load_external_data=False)
-onnx.external_data_helper.load_external_data_for_model(m, d)
-inits = {t.name: t for t in m.graph.initializer}
-nbits = any(n.op_type == "MatMulNBits" for n in m.graph.node)
-kaxes = {"w1": 1, "w2": 0, "w3": 1, "w4": 0}
-if len(sys.argv) > 6:
-    kaxes = {k: int(v) for k, v in (e.split(":") for e in sys.argv[6].split(","))}
-deq = {}
-for name, kaxis in kaxes.items():
-    # -O1 and up fold a weight's Transpose: the quantized tensor is then
-    # the transposed weight's, K on the other axis.
-    base, wt = name, w[name]
-    if base + "_scale" not in inits:
-        base, wt, kaxis = name + "_transpose", wt.T, 1 - kaxis
-    q, s, z, dq = ref_quant(wt, kaxis)
-    deq[name] = dq.T if base != name else dq
-    got = decode_nbits(inits, base, wt.shape, kaxis) if nbits else decode_dq(inits, base, wt.shape)
-    print("%s codes %s scales %s zero points %s padding %s" % (
-        name, np.array_equal(got[0], q), np.array_equal(got[1], s), np.array_equal(got[2], z), got[3]))
+def main():
+    global bits, block, zp
+    d, path = sys.argv[1], sys.argv[2]
+    bits, block, zp = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
+    w = weights(d + "/w.safetensors")
+    m = onnx.load(path, load_external_data=False)
+    onnx.external_data_helper.load_external_data_for_model(m, d)
+    inits = {t.name: t for t in m.graph.initializer}
+    nbits = any(n.op_type == "MatMulNBits" for n in m.graph.node)
+    kaxes = {"w1": 1, "w2": 0, "w3": 1, "w4": 0}
+    if len(sys.argv) > 6:
+        kaxes = {k: int(v) for k, v in (e.split(":") for e in sys.argv[6].split(","))}
+    deq = {}
+    for name, kaxis in kaxes.items():
+        # -O1 and up fold a weight's Transpose: the quantized tensor is then
+        # the transposed weight's, K on the other axis.
+        base, wt = name, w[name]
+        if base + "_scale" not in inits:
+            base, wt, kaxis = name + "_transpose", wt.T, 1 - kaxis
+        q, s, z, dq = ref_quant(wt, kaxis)
+        deq[name] = dq.T if base != name else dq
+        got = decode_nbits(inits, base, wt.shape, kaxis) if nbits else decode_dq(inits, base, wt.shape)
+        print("%s codes %s scales %s zero points %s padding %s" % (
+            name, np.array_equal(got[0], q), np.array_equal(got[1], s), np.array_equal(got[2], z), got[3]))
 
-if len(sys.argv) > 6:
-    sys.exit(0)
-rng = np.random.default_rng(1)
-x = rng.standard_normal((2, 3, 64), dtype=np.float32)
-y = rng.standard_normal((2, 40)).astype(np.float16)
-
-
-def forward(W):
-    h = np.maximum(x @ W["w1"].astype(np.float32).T, 0) @ W["w2"].astype(np.float32)
-    o1 = h.reshape(6, 40) @ W["w3"].astype(np.float32).T + w["c3"]
-    o2 = y.astype(np.float32) @ W["w4"].astype(np.float32)
-    return o1, o2
+    if len(sys.argv) > 6:
+        return
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 64), dtype=np.float32)
+    y = rng.standard_normal((2, 40)).astype(np.float16)
 
 
-so = ort.SessionOptions()
-so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-got = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x, "y": y})
-ref_q, ref_f = forward(deq), forward(w)
+    def forward(W):
+        h = np.maximum(x @ W["w1"].astype(np.float32).T, 0) @ W["w2"].astype(np.float32)
+        o1 = h.reshape(6, 40) @ W["w3"].astype(np.float32).T + w["c3"]
+        o2 = y.astype(np.float32) @ W["w4"].astype(np.float32)
+        return o1, o2
 
 
-def cos(a, b):
-    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
-    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    got = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x, "y": y})
+    ref_q, ref_f = forward(deq), forward(w)
 
 
-e1 = float(np.abs(got[0] - ref_q[0]).max() / np.abs(ref_q[0]).max())
-e2 = float(np.abs(got[1].astype(np.float32) - ref_q[1]).max() / np.abs(ref_q[1]).max())
-print("f32 output vs NumPy on the dequantized weights: rel err %.2e, within 1e-5: %s" % (e1, e1 < 1e-5))
-print("f16 output vs NumPy on the dequantized weights: rel err %.2e, within 2e-3: %s" % (e2, e2 < 2e-3))
-c1, c2 = cos(got[0], ref_f[0]), cos(got[1].astype(np.float32), ref_f[1])
-print("cosine vs the float model: %.5f %.5f, above 0.99: %s" % (c1, c2, min(c1, c2) > 0.99))
+    def cos(a, b):
+        a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+    e1 = float(np.abs(got[0] - ref_q[0]).max() / np.abs(ref_q[0]).max())
+    e2 = float(np.abs(got[1].astype(np.float32) - ref_q[1]).max() / np.abs(ref_q[1]).max())
+    print("f32 output vs NumPy on the dequantized weights: rel err %.2e, within 1e-5: %s" % (e1, e1 < 1e-5))
+    print("f16 output vs NumPy on the dequantized weights: rel err %.2e, within 2e-3: %s" % (e2, e2 < 2e-3))
+    c1, c2 = cos(got[0], ref_f[0]), cos(got[1].astype(np.float32), ref_f[1])
+    print("cosine vs the float model: %.5f %.5f, above 0.99: %s" % (c1, c2, min(c1, c2) > 0.99))
+
+
+if __name__ == "__main__":
+    main()
