@@ -182,7 +182,7 @@ def _external_flag(external_data):
 
 
 def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quantize_accuracy_level=None,
-                    quantize_exclude=None, ort_attention=None):
+                    quantize_exclude=None, ort_attention=None, quantize_embedding=False):
     """onnxc's -target=, -ort-attention= and -quantize flags for export's arguments."""
     if target not in (None, "onnx", "ort"):
         raise ValueError("target must be 'onnx' or 'ort', not %r" % (target,))
@@ -195,9 +195,10 @@ def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quan
         flags.append("-ort-attention=" + ort_attention)
     if quantize is None or quantize is False:
         if (quantize_block is not None or quantize_zero_points or quantize_accuracy_level is not None
-                or quantize_exclude):
-            raise ValueError("quantize_block, quantize_zero_points, quantize_accuracy_level and "
-                             "quantize_exclude need quantize='int4', 'int8' or 'int8-dynamic'")
+                or quantize_exclude or quantize_embedding):
+            raise ValueError("quantize_block, quantize_zero_points, quantize_accuracy_level, "
+                             "quantize_exclude and quantize_embedding need quantize='int4', 'int8' "
+                             "or 'int8-dynamic'")
         return flags
     if quantize not in ("int4", "int8", "int8-dynamic"):
         raise ValueError("quantize must be 'int4', 'int8' or 'int8-dynamic', not %r" % (quantize,))
@@ -208,6 +209,8 @@ def _quantize_flags(quantize, quantize_block, quantize_zero_points, target, quan
             raise ValueError("quantize_exclude: glob patterns, none empty or holding a comma, not %r"
                              % (quantize_exclude,))
         flags.append("-quantize-exclude=" + ",".join(pats))
+    if quantize_embedding:
+        flags.append("-quantize-embedding")
     if quantize_block is not None:
         flags.append("-quantize-block=%d" % int(quantize_block))
     if quantize_zero_points:
@@ -223,7 +226,7 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
            progress=None, export_params=True, allow_custom_ops=False, custom_opsets=None,
            decompositions=None, verify=False, target=None, quantize=None,
            quantize_block=None, quantize_zero_points=False, quantize_accuracy_level=None,
-           quantize_exclude=None, ort_attention=None,
+           quantize_exclude=None, quantize_embedding=False, ort_attention=None,
            operator_export_type=None, keep_initializers_as_inputs=False):
     """Export `model(*args, **kwargs)` to the ONNX file `f`; returns an
     ExportedModel (onnxc.program) for it.  Without `f` the model is written
@@ -292,6 +295,10 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
       quantize_exclude  a glob pattern or a list of them: the products whose
                       weight name, node name or module path matches one stay
                       float (-quantize-exclude=)
+      quantize_embedding  True: the tables of Gather (embeddings) are
+                      quantized too, blockwise along each row
+                      (-quantize-embedding): GatherBlockQuantized with
+                      target="ort", else Gather and DequantizeLinear
       quantize_block  values along K sharing a scale (a power of two from 16
                       to 4096; default 32)
       quantize_zero_points  True: unsigned codes with a zero point a block
@@ -327,9 +334,9 @@ def export(model, args, f=None, kwargs=None, dynamic_shapes=None, input_names=No
     """
     onnxc = find_onnxc()
     qflags = _quantize_flags(quantize, quantize_block, quantize_zero_points, target,
-                             quantize_accuracy_level, quantize_exclude, ort_attention)
-    if opset is None:
-        opset = 21 if quantize and quantize != "int8-dynamic" and target != "ort" else 20
+                             quantize_accuracy_level, quantize_exclude, ort_attention, quantize_embedding)
+    if opset is None:   # DequantizeLinear's block_size: opset 21
+        opset = 21 if quantize and (quantize != "int8-dynamic" or quantize_embedding) and target != "ort" else 20
     user_decomps = _decomposition_sources(decompositions)
     if verify:
         try:

@@ -50,6 +50,8 @@ def main(argv=None):
                         "a scale a column, activations quantized at run time)")
     p.add_argument("--quantize-exclude", default=None, metavar="P[,Q]",
                    help="glob patterns of weight names, node names or module paths left float")
+    p.add_argument("--quantize-embedding", action="store_true",
+                   help="quantize the tables of Gather (embeddings) too, blockwise along each row")
     p.add_argument("--quantize-block", type=int, default=None, metavar="N",
                    help="values along K sharing a scale (default 32)")
     p.add_argument("--quantize-zero-points", action="store_true",
@@ -136,7 +138,8 @@ def _quant_args(a):
                 quantize_block=a.quantize_block,
                 quantize_zero_points=a.quantize_zero_points,
                 quantize_accuracy_level=a.quantize_accuracy_level,
-                quantize_exclude=a.quantize_exclude.split(",") if a.quantize_exclude else None)
+                quantize_exclude=a.quantize_exclude.split(",") if a.quantize_exclude else None,
+                quantize_embedding=a.quantize_embedding)
 
 
 def _checkpoint(a):

@@ -54,7 +54,7 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
                           progress=None, report=None, capture=None, target=None,
                           quantize=None, quantize_block=None, quantize_zero_points=False,
                           quantize_accuracy_level=None, quantize_exclude=None, ort_attention=None,
-                          logits="last"):
+                          logits="last", quantize_embedding=False):
     """Write the generation files of `model` (a transformers model, or the
     path of a checkpoint directory saved with save_pretrained) into
     `out_dir`; returns a GenerationModel.  `logits`: "last" (default) makes
@@ -79,7 +79,7 @@ def export_for_generation(model, out_dir, opset=None, optimize="O2", external_da
               capture=capture, target=target, quantize=quantize, quantize_block=quantize_block,
               quantize_zero_points=quantize_zero_points,
               quantize_accuracy_level=quantize_accuracy_level, quantize_exclude=quantize_exclude,
-              ort_attention=ort_attention)
+              quantize_embedding=quantize_embedding, ort_attention=ort_attention)
     cfg = model.config
     if getattr(cfg, "is_encoder_decoder", False):
         from .bridge import seq2seq

@@ -162,16 +162,17 @@ TARGET_ORT = ("llama", "qwen2", "mistral", "qwen3", "mixtral", "qwen2_moe", "qwe
               "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "opt", "gpt_bigcode")
 # And weight-only quantized, the padded batch again against generate() on
 # the model with NumPy's round trip of the weights: (case, bits, target,
-# ort_attention); the "gqa" form for TARGET_ORT only.  At target "onnx"
-# ONNX Runtime runs the graph as written (its optimizer would fuse
-# DequantizeLinear + MatMul into int8 products).
-QUANTIZED = (("b3pad-ort-int4", 4, "ort", "matmul"), ("b3pad-ort-int4-gqa", 4, "ort", "gqa"),
-             ("b3pad-ort-int8", 8, "ort", "matmul"), ("b3pad-int4", 4, "onnx", None))
+# ort_attention, quantize_embedding); the "gqa" form for TARGET_ORT only.
+# At target "onnx" ONNX Runtime runs the graph as written (its optimizer
+# would fuse DequantizeLinear + MatMul into int8 products).
+QUANTIZED = (("b3pad-ort-int4", 4, "ort", "matmul", False), ("b3pad-ort-int4-gqa", 4, "ort", "gqa", False),
+             ("b3pad-ort-int8", 8, "ort", "matmul", False), ("b3pad-int4", 4, "onnx", None, False),
+             ("b3pad-ort-int4-emb", 4, "ort", "matmul", True))
 RMS_WRITTEN_OUT = ("llama", "qwen2", "mistral", "qwen3")
 ROTATE_HALF = TARGET_ORT[:12]
 
 
-def dequantized(model, bits):
+def dequantized(model, bits, embedding=False):
     """A copy of model whose weights are what quantize="int<bits>" (block
     32, symmetric) makes of them, by NumPy (test_weight_quant.ref_dequant,
     written from the format's definition): every 2-D weight a product
@@ -180,7 +181,8 @@ def dequantized(model, bits):
     where the experts say is_transposed, GPT-OSS's) when transformers
     routes tokens to one product an expert (Llama 4's batched experts
     stay f32); the input embedding stays f32, so an LM head tied to it
-    is untied first."""
+    is untied first, unless `embedding` (quantize_embedding=True): then
+    every nn.Embedding's table [V, K] too, blocks along K."""
     import copy
     import torch
     from test_weight_quant import ref_dequant
@@ -205,7 +207,7 @@ def dequantized(model, bits):
             else:
                 w = getattr(mod, "weight", None)
                 weights = ([(w, False)] if isinstance(w, torch.Tensor) and w.dim() == 2 and
-                           not isinstance(mod, torch.nn.Embedding) else [])
+                           (embedding or not isinstance(mod, torch.nn.Embedding)) else [])
             for p, transposed in weights:
                 if id(p) in done:
                     continue
@@ -321,15 +323,16 @@ def run_model(name, work, results, peer):
             want.append("SkipSimplifiedLayerNormalization")
         check_form(results, name, case, model, model, toks, out + "-" + case, want, 13,
                    target="ort", ort_attention=attention)
-    refs = {}   # bits -> the model with NumPy's round trip of its weights
-    for case, bits, target, attention in QUANTIZED:
+    refs = {}   # (bits, embedding) -> the model with NumPy's round trip of its weights
+    for case, bits, target, attention, emb in QUANTIZED:
         if attention == "gqa" and name not in TARGET_ORT:
             continue
-        if bits not in refs:
-            refs[bits] = dequantized(model, bits)
-        check_form(results, name, case, model, refs[bits], toks, out + "-" + case,
-                   ["MatMulNBits" if target == "ort" else "DequantizeLinear"], 15,
-                   target=target, quantize="int%d" % bits, ort_attention=attention)
+        if (bits, emb) not in refs:
+            refs[bits, emb] = dequantized(model, bits, emb)
+        want = ["MatMulNBits" if target == "ort" else "DequantizeLinear"] + (["GatherBlockQuantized"] if emb else [])
+        check_form(results, name, case, model, refs[bits, emb], toks, out + "-" + case, want, 15,
+                   target=target, quantize="int%d" % bits, ort_attention=attention,
+                   **({"quantize_embedding": True} if emb else {}))
     row = "%-12s onnxc: export %.1fs, %d nodes, decode step %.3f ms" % (
         name, t_export, nodes(g.decoder.path), decode_ms(sess))
     if peer:
