@@ -108,7 +108,7 @@ SIZES = {
 ARCHS = ("llama", "qwen2", "phi3")
 FILES = ("onnxc", "onnxc-ort", "onnxc-int8", "onnxc-int4", "onnxc-int4-all", "peer", "genai-fp32",
          "genai-int4")
-EXTRA_FILES = ("onnxc-int4-gqa",)           # built when --files names them
+EXTRA_FILES = ("onnxc-int4-gqa", "onnxc-int4-emb")   # built when --files names them
 LABELS = {
     "onnxc": "onnxc fp32",
     "onnxc-ort": "onnxc fp32 -target=ort",
@@ -116,6 +116,7 @@ LABELS = {
     "onnxc-int4": "onnxc int4",
     "onnxc-int4-all": "onnxc int4 logits=all",
     "onnxc-int4-gqa": "onnxc int4 -ort-attention=gqa",
+    "onnxc-int4-emb": "onnxc int4 -quantize-embedding",
     "peer": "torch.onnx.export(dynamo=True) fp32",
     "genai-fp32": "ORT GenAI builder fp32",
     "genai-int4": "ORT GenAI builder int4",
@@ -209,10 +210,12 @@ def build_onnxc(job):
     kind = job["kind"]
     if kind == "onnxc-ort":
         kw["target"] = "ort"
-    elif kind in ("onnxc-int8", "onnxc-int4", "onnxc-int4-all", "onnxc-int4-gqa"):
+    elif kind in ("onnxc-int8", "onnxc-int4", "onnxc-int4-all", "onnxc-int4-gqa", "onnxc-int4-emb"):
         kw.update(target="ort", quantize=kind.split("-")[1], quantize_accuracy_level=4)
         if kind.endswith("-gqa"):
             kw["ort_attention"] = "gqa"
+        if kind.endswith("-emb"):
+            kw["quantize_embedding"] = True
         if kind.endswith("-all"):
             kw["logits"] = "all"
     onnxc.export_for_generation(job["ckpt"], job["out"], **kw)
@@ -682,7 +685,8 @@ def fmt_size(n):
 
 # onnxc's file against the builder's of the same weights
 PAIRS = (("onnxc-int4", "genai-int4"), ("onnxc-int4-all", "genai-int4"),
-         ("onnxc-int4-gqa", "genai-int4"), ("onnxc-ort", "genai-fp32"))
+         ("onnxc-int4-gqa", "genai-int4"), ("onnxc-int4-emb", "genai-int4"),
+         ("onnxc-ort", "genai-fp32"))
 
 
 def pair_groups(files):
