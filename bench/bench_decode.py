@@ -75,7 +75,8 @@ The encoder part (--no-encoders leaves it out): BERT-4L and DistilBERT-4L
 torch.onnx.export(dynamo=True), and onnxruntime.quantization.quantize_dynamic
 (int8 weights) of the peer's file against onnxc int8 (MatMulNBits, accuracy
 level 4) and onnxc int8-dynamic (quantize="int8-dynamic": MatMulInteger, and
-DynamicQuantizeMatMul with target="ort").
+DynamicQuantizeMatMul with target="ort"; with quantize_embedding too, the
+embedding tables as GatherBlockQuantized).
 
 The last lines give the versions and the machine's load average at the
 start and the end: the figures are only comparable within one run.
@@ -109,6 +110,9 @@ ARCHS = ("llama", "qwen2", "phi3")
 FILES = ("onnxc", "onnxc-ort", "onnxc-int8", "onnxc-int4", "onnxc-int4-all", "peer", "genai-fp32",
          "genai-int4")
 EXTRA_FILES = ("onnxc-int4-gqa", "onnxc-int4-emb")   # built when --files names them
+# the encoders' files; the last, quantize_dynamic of the peer's, is made from it
+ENCODER_FILES = ("onnxc", "onnxc-int8", "onnxc-dyn", "onnxc-dyn-ort", "onnxc-dyn-ort-emb", "peer",
+                 "peer-int8")
 LABELS = {
     "onnxc": "onnxc fp32",
     "onnxc-ort": "onnxc fp32 -target=ort",
@@ -123,6 +127,7 @@ LABELS = {
     "peer-int8": "quantize_dynamic(peer) int8",
     "onnxc-dyn": "onnxc int8-dynamic",
     "onnxc-dyn-ort": "onnxc int8-dynamic -target=ort",
+    "onnxc-dyn-ort-emb": "onnxc int8-dynamic -target=ort -quantize-embedding",
 }
 MAX_POSITIONS = 4096
 CHILD_ENV = dict(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
@@ -280,8 +285,9 @@ def build_encoder(job):
             kw.update(target="ort", quantize="int8", quantize_accuracy_level=4)
         elif job["kind"] == "onnxc-dyn":
             kw.update(quantize="int8-dynamic")
-        elif job["kind"] == "onnxc-dyn-ort":
-            kw.update(target="ort", quantize="int8-dynamic")
+        elif job["kind"] in ("onnxc-dyn-ort", "onnxc-dyn-ort-emb"):
+            kw.update(target="ort", quantize="int8-dynamic",
+                      quantize_embedding=job["kind"].endswith("-emb"))
         onnxc.export(model, args, path, **names, **kw)
     return path
 
@@ -606,7 +612,7 @@ def run_encoders(a, work, results):
         feed = {"input_ids": args[0].numpy(), "attention_mask": args[1].numpy()}
         del model
         files, rows = {}, {}
-        for kind in ("onnxc", "onnxc-int8", "onnxc-dyn", "onnxc-dyn-ort", "peer"):
+        for kind in ENCODER_FILES[:-1]:
             out = os.path.join(work, arch, kind)
             shutil.rmtree(out, ignore_errors=True)
             r = build({"kind": kind, "encoder": True, "arch": arch, "out": out,
@@ -803,7 +809,7 @@ def report(res, enc, a, load0, load1, wall):
                   "with its 95% interval; against PyTorch fp32):", ""]
         rows = []
         for arch, r in enc.items():
-            for k in ("onnxc", "onnxc-int8", "onnxc-dyn", "onnxc-dyn-ort", "peer", "peer-int8"):
+            for k in ENCODER_FILES:
                 b = r.get(k)
                 if b is None:
                     continue
