@@ -12,7 +12,9 @@
  *   - MatMul(A, W) with W 2-D: A is sliced (axis is one of A's rows or
  *     batch dims, W is the same for every row);
  *   - a reduction with keepdims over other axes (ReduceMean of an RMS
- *     norm over the last), Softmax and LogSoftmax over a later axis.
+ *     norm over the last), Softmax and LogSoftmax over a later axis,
+ *     LayerNormalization and RMSNormalization over later axes (their
+ *     scale and bias cover the normalized dims: read whole).
  * The moved Slice then looks at its new producer, and so on up: a
  * language model's last position (logits[:, -1:] before the LM head, a
  * generation export's logits_to_keep) takes the final norm, the last
@@ -34,7 +36,16 @@
  *
  * Only a Slice that keeps a known number of rows (its result's dim along
  * the axis static), fewer than its input's, moves: one that drops a row or
- * two would only trade one copy for a copy of each operand. */
+ * two would only trade one copy for a copy of each operand.
+ *
+ * A Gather of one row (x[:, -1]: a constant 0-D index along an axis other
+ * than the last) is such a Slice and a Squeeze:
+ *
+ *   Gather(x, c, axis)  ->  Squeeze(Slice(x, c, c + 1, axis), axis)
+ *
+ * written only when it moves (x read by it alone, made by a node that
+ * computes row by row): the Squeeze keeps the Gather's result and both
+ * take its provenance. */
 #include <stdlib.h>
 #include <string.h>
 #include "fuse.h"
@@ -172,12 +183,23 @@ static int reduces_elsewhere(const Module *m, const Node *n, int32_t r, int64_t 
 	return 1;
 }
 
+/* n's results past the first are absent or never read (LayerNormalization's
+ * mean and inverse deviation, as a traced layer_norm leaves them). */
+static int one_result(const Hoist *h, const Node *n)
+{
+	for (uint32_t i = 1; i < n->nres; i++)
+		if (n->res[i] && (n->res[i] >= h->nuses || h->uses[n->res[i]]))
+			return 0;
+	return n->nres >= 1;
+}
+
 /* Which operands of n (producing rows along `axis` of its rank-r result
  * out) to slice: a bit each (at most 32 operands); 0 when n does not
  * compute row by row.  off[i]: how many leading dims operand i lacks. */
-static uint32_t row_operands(const Module *m, const Node *n, ValueId out, int64_t axis, int32_t r, int32_t *off)
+static uint32_t row_operands(const Hoist *h, const Node *n, ValueId out, int64_t axis, int32_t r, int32_t *off)
 {
-	if (n->domain != S_onnx || n->op == OP_GENERIC || n->nres != 1 || n->nargs > 32)
+	const Module *m = h->m;
+	if (n->domain != S_onnx || n->op == OP_GENERIC || !one_result(h, n) || n->nargs > 32)
 		return 0;
 	const Type *to = val((Module *)m, out)->type;
 	uint32_t pick = 0;
@@ -212,7 +234,8 @@ static uint32_t row_operands(const Module *m, const Node *n, ValueId out, int64_
 	switch (n->op) {
 	case OP_ONNX_MatMul:
 		return rank_of(m, operand(n, 1)) == 2 ? 1 : 0;
-	case OP_ONNX_Softmax: case OP_ONNX_LogSoftmax: {
+	case OP_ONNX_Softmax: case OP_ONNX_LogSoftmax: case OP_ONNX_LayerNormalization:
+	case OP_ONNX_RMSNormalization: {
 		int64_t a = fuse_attr_int(n, "axis", -1);
 		return (a < 0 ? a + r : a) > axis ? 1 : 0;
 	}
@@ -283,18 +306,63 @@ static void hoist(Hoist *h, ValueId v)
 	}
 	if (!n || n->graph != h->g || n->res[0] != v)
 		return;
-	uint32_t pick = row_operands(m, n, v, sig.axis, rank_of(m, v), off);
+	uint32_t pick = row_operands(h, n, v, sig.axis, rank_of(m, v), off);
 	if (!pick)
 		return;
-	/* n takes over s's result. */
+	/* n takes over s's result (its unread others go: their rows are gone). */
 	for (uint32_t i = 0; i < n->nargs; i++)
 		if (pick >> i & 1)
 			n->args[i] = fuse_value_arg(slice_operand(h, n, s, &sig, operand(n, i), off[i]));
+	for (uint32_t i = 1; i < n->nres; i++)
+		n->res[i] = VNONE;
 	n->res[0] = s->res[0];
 	val(m, n->res[0])->def = n;
 	val(m, n->res[0])->res = 0;
 	node_remove(h->g, s);
 	rewrite_count("hoist_slice", n->op == OP_ONNX_MatMul ? "matmul" : "row-wise");
+}
+
+/* n is Gather(x, c, axis) with c a constant 0-D integer, axis not x's
+ * last, x read by n alone and made by a node computing its rows along the
+ * axis: n becomes Squeeze(Slice(x, c, c + 1, axis), axis), the Slice's
+ * Sig in *sig; 0 (n unchanged) otherwise. */
+static Node *gather_row(Hoist *h, Node *n, Sig *sig)
+{
+	Module *m = h->m;
+	ValueId x = operand(n, 0);
+	int32_t r = rank_of(m, x), off[32];
+	int64_t axis = fuse_attr_int(n, "axis", 0), c;
+	const Tensor *t = n->nargs == 2 && operand(n, 1) ? const_tensor(m, operand(n, 1)) : NULL;
+	if (n->domain != S_onnx || n->nres != 1 || !t || t->type->rank != 0 || r < 2 ||
+	    !dtype_is_int((DType)t->type->dtype))
+		return NULL;
+	axis += axis < 0 ? r : 0;
+	Node *d = def_of(m, x);
+	Dim all = axis >= 0 && axis < r - 1 ? val(m, x)->type->dims[axis] : (Dim){ 0, 0 };
+	if (axis < 0 || axis >= r - 1 || x >= h->nuses || h->uses[x] != 1 || !d || d->graph != h->g ||
+	    d->res[0] != x || (!all.sym && all.v <= 1) || !row_operands(h, d, x, axis, r, off))
+		return NULL;
+	c = tensor_get_i((DType)t->type->dtype, t->data, 0);
+	*sig = (Sig){ axis, c, c == -1 ? INT64_MAX : c + 1, 1 };
+	const Type *tx = val(m, x)->type;
+	Dim *dims = ARENA_ARRAY(&m->arena, Dim, r);
+	memcpy(dims, tx->dims, sizeof *dims * (size_t)r);
+	dims[axis] = (Dim){ 1, 0 };
+	Node *sl = node_new_op(m, OP_ONNX_Slice, 1, 5, 0);
+	sl->args[0] = fuse_value_arg(x);
+	sl->args[1] = fuse_value_arg(const_i64s(m, h->g, &sig->start, 1, x, "row_start"));
+	sl->args[2] = fuse_value_arg(const_i64s(m, h->g, &sig->end, 1, x, "row_end"));
+	sl->args[3] = fuse_value_arg(const_i64s(m, h->g, &axis, 1, x, "row_axis"));
+	sl->args[4] = fuse_value_arg(const_i64s(m, h->g, &sig->step, 1, x, "row_step"));
+	ValueId y = fuse_place(m, h->g, sl, n, n, x, "row", type_tensor(&m->arena, (DType)tx->dtype, r, dims));
+	n->op = OP_ONNX_Squeeze;
+	n->name = op_name_of(n->op);
+	n->args = ARENA_ARRAY(&m->arena, Arg, 2);
+	n->args[0] = fuse_value_arg(y);
+	n->args[1] = fuse_value_arg(const_i64s(m, h->g, &axis, 1, x, "row_axis"));
+	n->nkw = 0;
+	rewrite_count("hoist_slice", "gather-row");
+	return sl;
 }
 
 static Status hoist_graph(const GraphVisit *gv, void *ctx)
@@ -312,8 +380,11 @@ static Status hoist_graph(const GraphVisit *gv, void *ctx)
 	h->work.n = 0;
 	for (Node *n = gv->g->first; n; n = n->next) {
 		Sig sig;
+		Node *s;
 		if (n->op == OP_ONNX_Slice && slice_sig(h->m, n, &sig))
 			note(h, n, &sig);
+		else if (n->op == OP_ONNX_Gather && (s = gather_row(h, n, &sig)))
+			note(h, s, &sig);
 	}
 	while (h->work.n)
 		hoist(h, h->work.v[--h->work.n]);
