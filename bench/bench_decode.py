@@ -625,7 +625,8 @@ def run_encoders(a, work, results):
         if "peer" in files:
             from onnxruntime.quantization import QuantType, quantize_dynamic
             out = os.path.join(work, arch, "peer-int8")
-            os.makedirs(out, exist_ok=True)
+            shutil.rmtree(out, ignore_errors=True)     # its external data would be appended to
+            os.makedirs(out)
             t0 = time.perf_counter()
             try:
                 path = os.path.join(out, "model.onnx")
