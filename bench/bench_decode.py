@@ -55,7 +55,12 @@ genai_config.json), so the same timing code drives them all:
   accuracy  PyTorch (fp32, the checkpoint) decodes greedily --new tokens
             from the prompt; each file is fed the same tokens step by step
             with its own cache, and its last-position logits are compared
-            with PyTorch's at every step: top-1 agreement and cosine
+            with PyTorch's at every step: top-1 agreement and cosine; and
+            the prompt left-padded by 5 beside itself in a batch of two
+            (attention_mask 0 over the pads, as a batched generate()
+            feeds it): the largest difference of that row's last logits
+            from the prompt's own, run alone (0 up to rounding where the
+            file honours the mask)
 
 Timing: with the default size all files of an architecture are open at
 once and rounds alternate among them (the order rotated each round), each
@@ -169,12 +174,16 @@ def make_tokenizer(vocab_size):
 
 def make_checkpoint(arch, size, path, layers=None):
     """Writes config, weights (seed 0) and tokenizer to `path`, unless a
-    checkpoint of the same config is there already (--keep)."""
+    checkpoint of the same config is there already (--keep).  transformers
+    initializes biases to 0 and norm weights to 1, which a trained model's
+    are not, and an exporter may drop a zero bias (the builder does): the
+    vectors are drawn too, biases from N(0, 0.02), norm weights from 1 +
+    N(0, 0.02)."""
     import torch
     import transformers
     cfg = make_config(arch, size, layers)
     stamp = os.path.join(path, "bench_decode.json")
-    want = {"arch": arch, "size": size, "layers": cfg.num_hidden_layers}
+    want = {"arch": arch, "size": size, "layers": cfg.num_hidden_layers, "vectors": "drawn"}
     if os.path.isfile(stamp):
         with open(stamp) as f:
             if json.load(f) == want:
@@ -182,6 +191,12 @@ def make_checkpoint(arch, size, path, layers=None):
     shutil.rmtree(path, ignore_errors=True)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.normal_(0.0, 0.02)
+                if not name.endswith(".bias"):
+                    p.add_(1.0)
     model.save_pretrained(path)
     make_tokenizer(cfg.vocab_size).save_pretrained(path)
     del model
@@ -492,7 +507,20 @@ def accuracy(dec, cfg, prompt, ref_tokens, ref_logits):
         cos.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))))
     diff = max(float(np.abs(a - b).max()) for a, b in zip(logits, ref_logits))
     return {"agree": agree, "steps": len(ref_tokens), "cos_mean": statistics.fmean(cos),
-            "cos_min": min(cos), "max_diff": diff}
+            "cos_min": min(cos), "max_diff": diff, "padded": padded_row(dec, cfg, prompt)}
+
+
+def padded_row(dec, cfg, prompt, pads=5):
+    """The prompt left-padded beside itself in a batch of two, as a batched
+    generate() feeds it (attention_mask 0 over the pads): the largest
+    difference of the padded row's last logits from the prompt's alone."""
+    short = prompt[:, pads:]
+    alone = dec.run(dec.feed(short, np.ones_like(short), empty_past(cfg, 1, 0)))[0][:, -1]
+    ids = np.concatenate([prompt, np.concatenate([np.zeros((1, pads), np.int64), short], 1)])
+    mask = np.ones_like(ids)
+    mask[1, :pads] = 0
+    both = dec.run(dec.feed(ids, mask, empty_past(cfg, 2, 0)))[0][1:, -1]
+    return float(np.abs(both - alone).max())
 
 
 # -- timing ---------------------------------------------------------------------------
@@ -801,10 +829,11 @@ def report(res, enc, a, load0, load1, wall):
                              "%.6f" % acc["cos_mean"] if acc else "-",
                              "%.6f" % acc["cos_min"] if acc else "-",
                              "%.2g" % acc["max_diff"] if acc else "-",
+                             "%.2g" % acc["padded"] if acc else "-",
                              str(b.get("nodes", "-")), fmt_size(b.get("size")),
                              "%.1f s" % b["seconds"]])
         lines += table(["model", "file", "top-1 agree", "cos mean", "cos min",
-                        "max abs diff", "nodes", "size", "build"], rows)
+                        "max abs diff", "left-padded row", "nodes", "size", "build"], rows)
     if enc:
         lines += ["", "Encoders (batch 1, sequence 128; latency median, ratio to onnxc fp32 "
                   "with its 95% interval; against PyTorch fp32):", ""]
