@@ -65,8 +65,10 @@
  * or module path matches a glob stays as it is.
  *
  * -quantize-embedding (every mode): Gather(w, ids) along axis 0 of a
- * weight w [V,K] too, each row's K values in blocks as above (int8-dynamic:
- * 8 bits, symmetric, blocks of 32):
+ * weight w [V,K] too, ids given by a graph input (token, position or
+ * token-type ids: not indices the model computes, such as a mixture's
+ * experts gathering their biases), each row's K values in blocks as above
+ * (int8-dynamic: 8 bits, symmetric, blocks of 32):
  *   -target=ort:  com.microsoft::GatherBlockQuantized(B, ids, scales[,
  *                 zero_points], gather_axis = 0, quantize_axis = 1,
  *                 block_size, bits) in place: B uint8 [V, K * bits / 8],
@@ -922,10 +924,30 @@ static void to_gather_dq(Qz *z, Graph *g, Node *n, const QOut *o)
 	n->kw[1] = int_attr("block_size", z->q.block);
 }
 
+/* ids is a graph input, or one reshaped or cast: the model's caller
+ * chooses the rows (token, position, token-type ids), as opposed to
+ * indices the model computes (a mixture's routed experts gathering their
+ * bias rows), whose tables are parameters of another kind. */
+static int input_indices(Qz *z, ValueId ids)
+{
+	for (int depth = 0; ids && depth < 8; depth++) {
+		if (val(z->m, ids)->kind == VK_INPUT)
+			return 1;
+		const Node *d = def_of(z->m, ids);
+		if (!d || d->domain != S_onnx || (d->op != OP_ONNX_Cast && d->op != OP_ONNX_Reshape &&
+						 d->op != OP_ONNX_Unsqueeze && d->op != OP_ONNX_Squeeze &&
+						 d->op != OP_ONNX_Flatten && d->op != OP_ONNX_Identity))
+			return 0;
+		ids = operand(d, 0);
+	}
+	return 0;
+}
+
 /* Gather(w, ids) along axis 0 of a weight w [V,K], ids an integer tensor
- * of known rank: the table quantized by rows (header), the Gather
- * rewritten in place.  A 4-bit GatherBlockQuantized packs two codes a
- * byte along each row: an odd K stays float. */
+ * of known rank that a graph input gives (input_indices): the table
+ * quantized by rows (header), the Gather rewritten in place.  A 4-bit
+ * GatherBlockQuantized packs two codes a byte along each row: an odd K
+ * stays float. */
 static void quantize_gather(Qz *z, Graph *g, Node *n)
 {
 	if (!z->opt->quantize_embedding || n->domain != S_onnx || n->op != OP_ONNX_Gather || n->nargs != 2 || n->nres != 1)
@@ -935,7 +957,7 @@ static void quantize_gather(Qz *z, Graph *g, Node *n)
 	int64_t axis = attr_i(n, "axis", 0);
 	int ort = z->opt->target_ort;
 	if (!quantizable(z, w) || (axis != 0 && axis != -2) || !ti || ti->kind != TY_TENSOR ||
-	    (ti->dtype != DT_I64 && ti->dtype != DT_I32) || excluded(z, n, w) ||
+	    (ti->dtype != DT_I64 && ti->dtype != DT_I32) || !input_indices(z, ids) || excluded(z, n, w) ||
 	    (ort && z->q.bits == 4 && val(z->m, w)->type->dims[1].v % 2))
 		return;
 	QOut *o = quantized(z, g, n, w, 1, ort ? F_GATHER : F_GATHER_DQ);

@@ -360,30 +360,34 @@ class DynamicQuantTest(unittest.TestCase):
                                 k.startswith("encoder.layer.1.attention.") for k in kept), kept)
 
     def test_embedding(self):
-        """quantize_embedding=True: BERT's three tables (words, positions,
-        token types) become GatherBlockQuantized at target="ort", Gather +
-        DequantizeLinear (opset 21) otherwise; the float tables leave the
-        file, and the last hidden state stays within cosine 0.999 of
-        PyTorch's.  Without quantize the argument is refused."""
+        """quantize_embedding=True: BERT's word embedding, which the input
+        ids index, becomes GatherBlockQuantized at target="ort", Gather +
+        DequantizeLinear (opset 21) otherwise, and its float table leaves
+        the file; the position and token-type tables, indexed by the
+        model's own buffers here, stay float.  The last hidden state stays
+        within cosine 0.999 of PyTorch's.  Without quantize the argument
+        is refused."""
         model = small_bert()
         ids = torch.randint(0, 512, (2, 9))
         mask = torch.ones(2, 9, dtype=torch.long)
         with torch.no_grad():
             ref = model(ids, mask).last_hidden_state.numpy()
         sizes = {}
-        for target, op, n in (("ort", "GatherBlockQuantized", 3), ("onnx", "DequantizeLinear", 3)):
+        for target, op, n in (("ort", "GatherBlockQuantized", 1), ("onnx", "DequantizeLinear", 1)):
             for emb in (False, True):
                 path, g = self.export(model, target, "bert_e%d_%s.onnx" % (emb, target), quantize_embedding=emb)
                 sizes[target, emb] = os.path.getsize(path)
                 self.assertEqual(sum(x.op_type == op for x in g.node), n if emb else 0, (target, emb))
                 tables = [t.name for t in g.initializer if t.name.endswith("embeddings.weight") and t.data_type == 1
                           and len(t.dims) == 2]
-                self.assertEqual(len(tables), 0 if emb else 3, (target, tables))
+                self.assertEqual(len(tables), 2 if emb else 3, (target, tables))
+                self.assertEqual("embeddings.word_embeddings.weight" in tables, not emb, (target, tables))
                 cos = cosine(self.run_ort(path, ids, mask), ref)
                 print("  int8-dynamic %s quantize_embedding=%s: %d bytes, cosine vs float %.6f"
                       % (target, emb, sizes[target, emb], cos))
                 self.assertGreater(cos, 0.999, (target, emb))
-            self.assertLess(sizes[target, True], sizes[target, False] * 0.8, target)
+            # the f32 table (512 x 128) becomes a byte and an eighth a value
+            self.assertGreater(sizes[target, False] - sizes[target, True], 0.6 * 512 * 128 * 4, target)
         with self.assertRaises(ValueError):
             onnxc.export(model, (ids, mask), os.path.join(self.dir, "x.onnx"), quantize_embedding=True)
 
