@@ -172,7 +172,7 @@ RMS_WRITTEN_OUT = ("llama", "qwen2", "mistral", "qwen3")
 ROTATE_HALF = TARGET_ORT[:12]
 
 
-def dequantized(model, bits, embedding=False):
+def dequantized(model, bits, tables=()):
     """A copy of model whose weights are what quantize="int<bits>" (block
     32, symmetric) makes of them, by NumPy (test_weight_quant.ref_dequant,
     written from the format's definition): every 2-D weight a product
@@ -181,8 +181,9 @@ def dequantized(model, bits, embedding=False):
     where the experts say is_transposed, GPT-OSS's) when transformers
     routes tokens to one product an expert (Llama 4's batched experts
     stay f32); the input embedding stays f32, so an LM head tied to it
-    is untied first, unless `embedding` (quantize_embedding=True): then
-    every nn.Embedding's table [V, K] too, blocks along K."""
+    is untied first.  `tables`: the names of the nn.Embedding weights
+    quantize_embedding=True quantized (quantized_tables()), blocks along
+    K, round-tripped too."""
     import copy
     import torch
     from test_weight_quant import ref_dequant
@@ -193,7 +194,7 @@ def dequantized(model, bits, embedding=False):
         if head is not None and head.weight is emb:
             head.weight = torch.nn.Parameter(emb.detach().clone())
         done = set()
-        for mod in ref.modules():
+        for mname, mod in ref.named_modules():
             kind = type(mod).__name__
             if kind.endswith("Experts"):
                 # transformers' experts interface (is_transposed set): one
@@ -207,7 +208,8 @@ def dequantized(model, bits, embedding=False):
             else:
                 w = getattr(mod, "weight", None)
                 weights = ([(w, False)] if isinstance(w, torch.Tensor) and w.dim() == 2 and
-                           (embedding or not isinstance(mod, torch.nn.Embedding)) else [])
+                           (mname + ".weight" in tables or not isinstance(mod, torch.nn.Embedding))
+                           else [])
             for p, transposed in weights:
                 if id(p) in done:
                     continue
@@ -218,6 +220,22 @@ def dequantized(model, bits, embedding=False):
                               for x in w.reshape((-1,) + w.shape[-2:])]).reshape(w.shape)
                 p.copy_(torch.from_numpy(np.ascontiguousarray(np.swapaxes(q, -1, -2) if transposed else q)))
     return ref
+
+
+def quantized_tables(model, path, **export):
+    """The names of model's nn.Embedding weights that the file
+    export_for_generation(**export) writes to path reads through
+    GatherBlockQuantized (quantize_embedding quantizes the tables a graph
+    input indexes: the token embedding, not a position table the model
+    indexes with positions it computes)."""
+    import onnx
+    import onnxc
+    import torch
+    g = onnxc.export_for_generation(model, path, progress=False, **export)
+    data = {n.input[0] for n in onnx.load(g.decoder.path, load_external_data=False).graph.node
+            if n.op_type == "GatherBlockQuantized"}
+    names = [n + ".weight" for n, mod in model.named_modules() if isinstance(mod, torch.nn.Embedding)]
+    return {n for n in names if any(d == n + "_rows_quant" or d.endswith("." + n + "_rows_quant") for d in data)}
 
 
 def nodes(path):
@@ -323,16 +341,26 @@ def run_model(name, work, results, peer):
             want.append("SkipSimplifiedLayerNormalization")
         check_form(results, name, case, model, model, toks, out + "-" + case, want, 13,
                    target="ort", ort_attention=attention)
-    refs = {}   # (bits, embedding) -> the model with NumPy's round trip of its weights
+    refs = {}   # bits -> the model with NumPy's round trip of its weights
     for case, bits, target, attention, emb in QUANTIZED:
         if attention == "gqa" and name not in TARGET_ORT:
             continue
-        if (bits, emb) not in refs:
-            refs[bits, emb] = dequantized(model, bits, emb)
-        want = ["MatMulNBits" if target == "ort" else "DequantizeLinear"] + (["GatherBlockQuantized"] if emb else [])
-        check_form(results, name, case, model, refs[bits, emb], toks, out + "-" + case, want, 15,
-                   target=target, quantize="int%d" % bits, ort_attention=attention,
-                   **({"quantize_embedding": True} if emb else {}))
+        export = dict(target=target, quantize="int%d" % bits, ort_attention=attention)
+        want = ["MatMulNBits" if target == "ort" else "DequantizeLinear"]
+        if emb:
+            export["quantize_embedding"] = True
+            tables = quantized_tables(model, out + "-" + case, **export)
+            emb_name = [n for n, m in model.named_modules() if m is model.get_input_embeddings()][0]
+            if emb_name + ".weight" not in tables:   # the token embedding must be among them
+                results.append((name, case, "FAIL", "%s.weight not quantized (%s)" % (emb_name, sorted(tables))))
+                continue
+            ref = dequantized(model, bits, tables)
+            want.append("GatherBlockQuantized")
+        else:
+            if bits not in refs:
+                refs[bits] = dequantized(model, bits)
+            ref = refs[bits]
+        check_form(results, name, case, model, ref, toks, out + "-" + case, want, 15, **export)
     row = "%-12s onnxc: export %.1fs, %d nodes, decode step %.3f ms" % (
         name, t_export, nodes(g.decoder.path), decode_ms(sess))
     if peer:
