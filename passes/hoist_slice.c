@@ -251,23 +251,34 @@ static uint32_t row_operands(const Hoist *h, const Node *n, ValueId out, int64_t
 
 /* A Slice of operand a (lacking `lead` leading dims of the result) with
  * s's Sig, before n, with s's provenance; its result. */
-static ValueId slice_operand(Hoist *h, Node *n, const Node *s, const Sig *sig, ValueId a, int32_t lead)
+/* Slice(a, sig's rows along its axis, which keeps `kept` of them) before
+ * `at` with the provenance of `from`, its result and constants named after
+ * a + "_" + suffix; the Slice. */
+static Node *new_slice(Hoist *h, Node *at, const Node *from, ValueId a, const Sig *sig, Dim kept, const char *suffix)
 {
 	Module *m = h->m;
 	const Type *ta = val(m, a)->type;
 	Dim *dims = ARENA_ARRAY(&m->arena, Dim, ta->rank);
 	memcpy(dims, ta->dims, sizeof *dims * (size_t)ta->rank);
-	dims[sig->axis - lead] = val(m, s->res[0])->type->dims[sig->axis];
+	dims[sig->axis] = kept;
+	const int64_t *part[4] = { &sig->start, &sig->end, &sig->axis, &sig->step };
+	static const char *const name[4] = { "start", "end", "axis", "step" };
 	Node *ns = node_new_op(m, OP_ONNX_Slice, 1, 5, 0);
-	int64_t axis = sig->axis - lead;
 	ns->args[0] = fuse_value_arg(a);
-	ns->args[1] = fuse_value_arg(const_i64s(m, h->g, &sig->start, 1, a, "rows_start"));
-	ns->args[2] = fuse_value_arg(const_i64s(m, h->g, &sig->end, 1, a, "rows_end"));
-	ns->args[3] = fuse_value_arg(const_i64s(m, h->g, &axis, 1, a, "rows_axis"));
-	ns->args[4] = fuse_value_arg(const_i64s(m, h->g, &sig->step, 1, a, "rows_step"));
-	fuse_place(m, h->g, ns, n, s, a, "rows", type_tensor(&m->arena, (DType)ta->dtype, ta->rank, dims));
+	for (int i = 0; i < 4; i++) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "%s_%s", suffix, name[i]);
+		ns->args[1 + i] = fuse_value_arg(const_i64s(m, h->g, part[i], 1, a, buf));
+	}
+	fuse_place(m, h->g, ns, at, from, a, suffix, type_tensor(&m->arena, (DType)ta->dtype, ta->rank, dims));
+	return ns;
+}
+
+static ValueId slice_operand(Hoist *h, Node *n, const Node *s, const Sig *sig, ValueId a, int32_t lead)
+{
 	Sig sub = *sig;
-	sub.axis = axis;
+	sub.axis = sig->axis - lead;
+	Node *ns = new_slice(h, n, s, a, &sub, val(h->m, s->res[0])->type->dims[sig->axis], "rows");
 	note(h, ns, &sub);
 	return ns->res[0];
 }
@@ -344,22 +355,12 @@ static Node *gather_row(Hoist *h, Node *n, Sig *sig)
 		return NULL;
 	c = tensor_get_i((DType)t->type->dtype, t->data, 0);
 	*sig = (Sig){ axis, c, c == -1 ? INT64_MAX : c + 1, 1 };
-	const Type *tx = val(m, x)->type;
-	Dim *dims = ARENA_ARRAY(&m->arena, Dim, r);
-	memcpy(dims, tx->dims, sizeof *dims * (size_t)r);
-	dims[axis] = (Dim){ 1, 0 };
-	Node *sl = node_new_op(m, OP_ONNX_Slice, 1, 5, 0);
-	sl->args[0] = fuse_value_arg(x);
-	sl->args[1] = fuse_value_arg(const_i64s(m, h->g, &sig->start, 1, x, "row_start"));
-	sl->args[2] = fuse_value_arg(const_i64s(m, h->g, &sig->end, 1, x, "row_end"));
-	sl->args[3] = fuse_value_arg(const_i64s(m, h->g, &axis, 1, x, "row_axis"));
-	sl->args[4] = fuse_value_arg(const_i64s(m, h->g, &sig->step, 1, x, "row_step"));
-	ValueId y = fuse_place(m, h->g, sl, n, n, x, "row", type_tensor(&m->arena, (DType)tx->dtype, r, dims));
+	Node *sl = new_slice(h, n, n, x, sig, (Dim){ 1, 0 }, "row");
 	n->op = OP_ONNX_Squeeze;
 	n->name = op_name_of(n->op);
 	n->args = ARENA_ARRAY(&m->arena, Arg, 2);
-	n->args[0] = fuse_value_arg(y);
-	n->args[1] = fuse_value_arg(const_i64s(m, h->g, &axis, 1, x, "row_axis"));
+	n->args[0] = fuse_value_arg(sl->res[0]);
+	n->args[1] = sl->args[3];       /* the axis squeezed is the one sliced */
 	n->nkw = 0;
 	rewrite_count("hoist_slice", "gather-row");
 	return sl;
